@@ -1,0 +1,263 @@
+"""pytest hooks of the serving-lab grader. Logic lives in sibling modules; this file wires it.
+
+Grading is on when a submission is named (``--student`` or the ``grader_student``
+ini key): the grading suite in :mod:`graders.suite` joins the collected tests,
+every test is scored, and the reports are written at the end of the session.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from collections.abc import Generator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders.errors import GraderError
+from graders.grading import GradingFailure
+from graders.reports import score_table
+from graders.scoring import GraderMark, Status, TestScore, scaled_maxima
+from graders.session import GradingSession
+from graders.settings import OPTIONS, Settings, resolve
+
+SUITE_DIR = Path(__file__).with_name("suite")
+SETTINGS_KEY = pytest.StashKey[Settings]()
+SESSION_KEY = pytest.StashKey[GradingSession]()
+SCORE_KEY = pytest.StashKey[TestScore]()
+MARKER_HELP = (
+    "grader(points, function, visibility='visible'): a graded test worth `points` "
+    "(scaled so the suite totals grader_max_score), tagged with the contract `function`; "
+    "visibility is one of visible, hidden, after_due_date, after_published"
+)
+
+pytest_plugins = ["graders.fixtures"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("serving-grader", "serving-lab grader")
+    for option in OPTIONS:
+        group.addoption(option.flag, dest=f"grader_{option.name}", default=None,
+                        type=option.parse, metavar=option.metavar, help=option.help)
+        parser.addini(option.ini, help=option.help, default=None)
+
+
+def _resolve_settings(config: pytest.Config) -> Settings:
+    raw: dict[str, Any] = {}
+    for option in OPTIONS:
+        value = config.getoption(f"grader_{option.name}")
+        if value is not None:
+            raw[option.name] = (value, False)
+            continue
+        text = config.getini(option.ini)
+        if text in (None, ""):
+            raw[option.name] = (option.default, False)
+            continue
+        try:
+            raw[option.name] = (option.parse(str(text).strip()), True)
+        except argparse.ArgumentTypeError as error:
+            raise pytest.UsageError(f"ini key {option.ini}: {error}") from None
+    return resolve(raw, invocation_dir=config.invocation_params.dir,
+                   ini_dir=config.inipath.parent if config.inipath else config.rootpath)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    settings = _resolve_settings(config)
+    config.stash[SETTINGS_KEY] = settings
+    if not settings.grading:
+        return
+    from graders.tracks import default_tracks_dir, load_tracks
+
+    try:
+        tracks = load_tracks(settings.tracks or default_tracks_dir())
+        session = GradingSession.open(settings, tracks)
+    except GraderError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.stash[SESSION_KEY] = session
+    session.start()
+    if config.getoption("json_report", default=False):
+        config.pluginmanager.register(JsonReportMetadata(), "serving-grader-json-report")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        session.close()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return None
+    settings = session.settings
+    ids = ", ".join(track.track_id for track in session.tracks)
+    return [f"serving-grader: grading {settings.student} on tracks {ids}",
+            f"serving-grader: tolerance {settings.tolerance.describe()}, "
+            f"{settings.limits.call_timeout_s:g} s per call, max score {settings.max_score:g}"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "track" not in metafunc.fixturenames:
+        return
+    session = metafunc.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return
+    metafunc.parametrize("track", session.tracks, ids=[t.track_id for t in session.tracks])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    grading = config.stash.get(SESSION_KEY, None)
+    if grading is None:
+        return
+    if not any(Path(item.path).parent == SUITE_DIR for item in items):
+        for path in sorted(SUITE_DIR.glob("test_*.py")):
+            module = pytest.Module.from_parent(session, path=path,
+                                               nodeid=f"graders/suite/{path.name}")
+            items.extend(i for i in session.genitems(module) if isinstance(i, pytest.Item))
+    _assign_maxima(grading, items)
+
+
+def _assign_maxima(grading: GradingSession, items: list[pytest.Item]) -> None:
+    marks: dict[str, tuple[pytest.Item, GraderMark]] = {}
+    for item in items:
+        marker = item.get_closest_marker("grader")
+        if marker is None:
+            continue
+        try:
+            marks[item.nodeid] = (item, GraderMark.from_marker(marker.args, marker.kwargs,
+                                                               item.nodeid))
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+    siblings = Counter(_function_id(item) for item, _ in marks.values())
+    weights = {nodeid: mark.points / siblings[_function_id(item)]
+               for nodeid, (item, mark) in marks.items()}
+    maxima = scaled_maxima(weights, grading.settings.max_score)
+    for nodeid, (item, mark) in marks.items():
+        score = TestScore(nodeid=nodeid, name=_display_name(item), function=mark.function,
+                          track=_track_id(item), visibility=mark.visibility,
+                          max_score=maxima[nodeid])
+        item.stash[SCORE_KEY] = score
+        grading.scores[nodeid] = score
+
+
+def _function_id(item: pytest.Item) -> str:
+    return item.nodeid.split("[", 1)[0]
+
+
+def _track_id(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    track = callspec.params.get("track") if callspec is not None else None
+    return getattr(track, "track_id", None)
+
+
+def _display_name(item: pytest.Item) -> str:
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or item.name
+    title = doc.strip().splitlines()[0].rstrip(".")
+    track = _track_id(item)
+    return f"{title} [{track}]" if track else title
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    score = item.stash.get(SCORE_KEY, None)
+    session = item.config.stash.get(SESSION_KEY, None)
+    if score is None or session is None:
+        return report
+    updated = _score_phase(item, score, report, call)
+    if updated is not None:
+        item.stash[SCORE_KEY] = updated
+        session.scores[item.nodeid] = updated
+    return report
+
+
+def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,
+                 call: pytest.CallInfo[None]) -> TestScore | None:
+    from graders.fixtures import TALLY_KEY
+
+    hidden = score.visibility != "visible"
+    if report.when == "setup" and not report.passed:
+        status: Status = "skipped" if report.skipped else "error"
+        return score.with_outcome(status, Fraction(0), _output(report, hidden, status))
+    if report.when == "teardown" and report.failed:
+        return score.with_outcome("error", Fraction(0), _output(report, hidden, "error"))
+    if report.when != "call":
+        return None
+    tally = item.stash.get(TALLY_KEY, None)
+    cases = (tally.passed, tally.total) if tally is not None else (int(report.passed), 1)
+    if report.passed:
+        return score.with_outcome("passed", Fraction(1), "All cases passed.", *cases)
+    if report.skipped:
+        return score.with_outcome("skipped", Fraction(0), _output(report, hidden, "skipped"))
+    excinfo = call.excinfo
+    if tally is not None and excinfo is not None and excinfo.errisinstance(GradingFailure) \
+            and tally.total:
+        fraction = Fraction(tally.passed, tally.total)
+        return score.with_outcome("failed", fraction, str(excinfo.value), *cases)
+    return score.with_outcome("failed", Fraction(0), _output(report, hidden, "failed"), *cases)
+
+
+def _output(report: pytest.TestReport, hidden: bool, status: str) -> str:
+    if hidden:
+        return f"This test {status}; its cases are hidden."
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return f"skipped: {report.longrepr[2]}"
+    text = report.longreprtext.strip()
+    lines = [line[2:] if line.startswith("E ") else line for line in text.splitlines()
+             if line.startswith("E ")] or text.splitlines()[-20:]
+    return "\n".join(lines).strip()[:4000] or status
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    grading = session.config.stash.get(SESSION_KEY, None)
+    if grading is None:
+        return
+    grading.close()
+    if grading.settings.results is not None:
+        grading.write_results(grading.settings.results)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    grading = config.stash.get(SESSION_KEY, None)
+    if grading is None or not grading.scores:
+        return
+    scores = list(grading.scores.values())
+    if config.getoption("tbstyle") == "no" and config.getoption("verbose") > -2:
+        failed = [score for score in scores if score.status != "passed"]
+        if failed:
+            terminalreporter.section("serving-lab feedback")
+        for score in failed:
+            if not score.output.startswith(score.name):
+                terminalreporter.write_line(f"{score.name}: {score.status}", bold=True)
+            terminalreporter.write_line(score.output)
+            terminalreporter.write_line("")
+    terminalreporter.section("serving-lab score")
+    if grading.import_error:
+        terminalreporter.write_line(grading.import_error, red=True)
+    for line in score_table(scores):
+        terminalreporter.write_line(line)
+    if grading.settings.results is not None:
+        terminalreporter.write_line(f"results written to {grading.settings.results}")
+
+
+class JsonReportMetadata:
+    """Adds score and max_score to each test's pytest-json-report metadata."""
+
+    def pytest_json_runtest_metadata(self, item: pytest.Item,
+                                     call: pytest.CallInfo[None]) -> dict[str, Any] | None:
+        from graders.scoring import rounded
+
+        score = item.stash.get(SCORE_KEY, None)
+        if score is None:
+            return None
+        return {"score": rounded(score.earned), "max_score": rounded(score.max_score),
+                "function": score.function, "track": score.track,
+                "visibility": score.visibility}

@@ -1,0 +1,74 @@
+"""One grading run's state: settings, tracks, the student runner and the scores so far."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graders.cases import Case
+from graders.expectations import reference_expected
+from graders.reports import gradescope_results, write_json_atomically
+from graders.runner import StudentRunner
+from graders.scoring import TestScore
+from graders.settings import Settings
+from graders.submission import locate_submission, read_submission
+
+if TYPE_CHECKING:
+    from graders.tracks import Track
+
+
+@dataclass
+class GradingSession:
+    """Everything one run of the grading suite shares between its tests."""
+
+    settings: Settings
+    tracks: tuple[Track, ...]
+    submission: bytes
+    started: float = field(default_factory=time.monotonic)
+    scores: dict[str, TestScore] = field(default_factory=dict)
+    expected: Callable[[Case], Any] = reference_expected
+    _runner: StudentRunner | None = None
+
+    @classmethod
+    def open(cls, settings: Settings, tracks: tuple[Track, ...]) -> GradingSession:
+        """Read the submission named by ``settings`` (raises SubmissionError)."""
+        assert settings.student is not None
+        submission = read_submission(locate_submission(settings.student))
+        return cls(settings=settings, tracks=tracks, submission=submission)
+
+    @property
+    def runner(self) -> StudentRunner:
+        """The student runner; its worker starts on first use if :meth:`start` was not called."""
+        if self._runner is None:
+            self._runner = StudentRunner(self.submission, limits=self.settings.limits)
+        return self._runner
+
+    def start(self) -> None:
+        """Start the student worker early, so it imports while the tests are collected."""
+        self.runner.start()
+
+    @property
+    def import_error(self) -> str | None:
+        return None if self._runner is None else self._runner.import_error
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+
+    def summary(self) -> str:
+        """The top-level output of results.json."""
+        if self.import_error:
+            return f"{self.import_error}\nEvery test fails until serving.py imports cleanly."
+        return "Graded by the serving-lab grader. Each test lists its failed cases."
+
+    def write_results(self, path: Path) -> None:
+        """Write Gradescope results for the scores recorded so far, atomically."""
+        document = gradescope_results(
+            list(self.scores.values()),
+            execution_time_s=time.monotonic() - self.started,
+            output=self.summary(),
+        )
+        write_json_atomically(path, document)

@@ -1,0 +1,122 @@
+"""The grader's settings: one table of options, resolved CLI first, then ini, then defaults."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from graders.compare import DEFAULT_ABS_TOL, DEFAULT_REL_TOL, Tolerance
+from graders.runner import Limits
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its flag, ini key, parser, default and the help both share."""
+
+    name: str
+    flag: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    metavar: str
+
+    @property
+    def ini(self) -> str:
+        return f"grader_{self.name}"
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("student", "--student", str, None,
+           "the submission to grade: a serving.py or a folder holding one", "PATH"),
+    Option("results", "--grader-results", str, None,
+           "write a Gradescope results.json to this path", "PATH"),
+    Option("tracks", "--grader-tracks", str, None,
+           "folder of track TOML files (default: the tracks/ folder of the grader)", "DIR"),
+    Option("max_score", "--grader-max-score", positive_float, 100.0,
+           "total points of the suite; marker points are scaled to it (default 100)", "POINTS"),
+    Option("rel_tol", "--grader-rel-tol", non_negative_float, DEFAULT_REL_TOL,
+           f"relative tolerance for real numbers (default {DEFAULT_REL_TOL:g})", "REL"),
+    Option("abs_tol", "--grader-abs-tol", non_negative_float, DEFAULT_ABS_TOL,
+           f"absolute tolerance for real numbers (default {DEFAULT_ABS_TOL:g})", "ABS"),
+    Option("timeout", "--grader-timeout", positive_float, Limits.call_timeout_s,
+           f"seconds one student call may take (default {Limits.call_timeout_s:g})", "SECONDS"),
+    Option("examples", "--grader-examples", positive_int, 25,
+           "Hypothesis examples per invariant test (default 25)", "N"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of one grading run, resolved and validated."""
+
+    student: Path | None
+    results: Path | None
+    tracks: Path | None
+    max_score: float
+    tolerance: Tolerance
+    limits: Limits
+    examples: int
+
+    @property
+    def grading(self) -> bool:
+        """Whether this run grades a submission (a student path is set)."""
+        return self.student is not None
+
+
+def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Settings:
+    """Build :class:`Settings` from parsed values; ``raw`` maps a name to (value, from_ini)."""
+
+    def path(name: str) -> Path | None:
+        value, from_ini = raw[name]
+        if value in (None, ""):
+            return None
+        base = ini_dir if from_ini else invocation_dir
+        return (base / str(value)).resolve() if not Path(str(value)).is_absolute() \
+            else Path(str(value))
+
+    return Settings(
+        student=path("student"),
+        results=path("results"),
+        tracks=path("tracks"),
+        max_score=raw["max_score"][0],
+        tolerance=Tolerance(rel=raw["rel_tol"][0], abs=raw["abs_tol"][0]),
+        limits=Limits(call_timeout_s=raw["timeout"][0]),
+        examples=raw["examples"][0],
+    )

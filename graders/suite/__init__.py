@@ -1,0 +1,1 @@
+"""The grading suite run by the plugin."""

@@ -1,0 +1,74 @@
+"""Shared fixtures: the cloud_fleet track of lab-spec section 3, built by hand."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from reference import ServingTrackProfile
+from reference.units import ureg
+
+
+def cloud_fleet_profile() -> ServingTrackProfile:
+    """cloud_fleet (H100 x8, Llama-2-70B) with every field written out from the spec."""
+    return ServingTrackProfile(
+        track_id="cloud_fleet",
+        label="Cloud Fleet",
+        hardware_ref="Hardware.Cloud.H100",
+        model_ref="Models.Language.Llama2_70B",
+        hardware_name="NVIDIA H100",
+        model_name="Llama-2-70B",
+        model_params_b=70.0,
+        memory_capacity_gb=80 * 2**30 / 1e9,
+        memory_bandwidth_gbs=3350.0,
+        storage_bandwidth_gbs=7.0,
+        interconnect_bandwidth_gbs=64.0,
+        tdp_w=700.0,
+        battery_wh=None,
+        arrival_qps=500.0,
+        service_ms=25.0,
+        replicas=8,
+        slo_ms=200.0,
+        service_cv=1.0,
+        batch_size=32,
+        batch_efficiency_gain=6.4,
+        context_tokens=131072,
+        state_kind="KV cache",
+        state_mb_per_request=None,
+        precision_bytes=2.0,
+        kv_precision_bytes=2.0,
+        default_devices_per_replica=8,
+        deserialize_gbs=20.0,
+        runtime_init_ms=800.0,
+        warmup_ms=500.0,
+        warm_pool_replicas=2,
+        scale_out_replicas=4,
+        validation_tests=(
+            "load test",
+            "p99 SLA canary",
+            "KV cache memory audit",
+            "warm-pool scale-out drill",
+        ),
+        serving_policy="continuous-batched GPU fleet with warm pool",
+        primary_metric="SLA-compliant p99 latency",
+        guardrail_metric="cost/request and quality",
+        source_refs=("Hardware.Cloud.H100", "Models.Language.Llama2_70B"),
+    )
+
+
+def llama2_70b() -> SimpleNamespace:
+    """An MLSysIM-shaped Llama-2-70B: 7e10 parameters, 80 layers, hidden size 8192."""
+    return SimpleNamespace(
+        name="Llama-2-70B", parameters=ureg.Quantity(7e10, "param"), layers=80, hidden_dim=8192
+    )
+
+
+@pytest.fixture(scope="session")
+def cloud_profile() -> ServingTrackProfile:
+    return cloud_fleet_profile()
+
+
+@pytest.fixture(scope="session")
+def llama_model() -> SimpleNamespace:
+    return llama2_70b()
