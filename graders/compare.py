@@ -69,7 +69,10 @@ def _compare_real(field: str, expected: float, actual: Any, tol: Tolerance) -> D
     if not _is_real(actual):
         reason = f"expected a real number, got {type_name(actual)}"
         return Difference(field, expected, actual, reason)
-    actual = float(actual)
+    try:
+        actual = float(actual)
+    except OverflowError:
+        return Difference(field, expected, actual, "the int is too large for a real number")
     if math.isnan(actual):
         return Difference(field, expected, actual, "NaN is never a right answer")
     if math.isinf(expected) or math.isinf(actual):

@@ -12,6 +12,8 @@ from graders.compare import Difference, Tolerance, compare
 from graders.hints import hint_for
 from graders.runner import CallOutcome, StudentRunner
 
+#: Functions whose infinite values mean an unstable queue.
+QUEUE_FUNCTIONS = frozenset({"erlang_c", "queueing_latency", "batching_tax"})
 #: Failed cases spelled out in one test's feedback; the rest are counted.
 MAX_CASES_SHOWN = 4
 
@@ -57,6 +59,9 @@ def describe_difference(function: str, difference: Difference) -> str:
     if difference.abs_error is not None and difference.rel_error is not None:
         line += f"; abs error {difference.abs_error:.3g}, rel error {difference.rel_error:.3g}"
     hint = hint_for(function, difference.field)
+    if function in QUEUE_FUNCTIONS and isinstance(difference.expected, float) \
+            and math.isinf(difference.expected):
+        hint = "the queue is unstable here (utilization >= 1): this value is infinite"
     return f"{line}\n    hint: {hint}" if hint else line
 
 

@@ -97,7 +97,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ids = ", ".join(track.track_id for track in session.tracks)
     return [f"serving-grader: grading {settings.student} on tracks {ids}",
             f"serving-grader: tolerance {settings.tolerance.describe()}, "
-            f"{settings.limits.call_timeout_s:g} s per call, max score {settings.max_score:g}"]
+            f"{settings.limits.call_timeout_s:g} s per call, max score {settings.max_score:g}, "
+            f"{settings.examples} Hypothesis examples per invariant"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -121,6 +122,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                                                nodeid=f"graders/suite/{path.name}")
             items.extend(i for i in session.genitems(module) if isinstance(i, pytest.Item))
     _assign_maxima(grading, items)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    for item in items:
+        grading = item.config.stash.get(SESSION_KEY, None)
+        if grading is not None:
+            grading.scores.pop(item.nodeid, None)
 
 
 def _assign_maxima(grading: GradingSession, items: list[pytest.Item]) -> None:

@@ -40,8 +40,9 @@ class Limits:
 
     call_timeout_s: float = 3.0
     import_timeout_s: float = 10.0
-    #: Wall time all timed-out calls may spend together before every call is refused.
-    hang_budget_s: float = 40.0
+    #: Wall time that timed-out calls, and the worker restarts after them, may spend
+    #: together before every call is refused.
+    hang_budget_s: float = 30.0
     #: Timeouts of one function after which it is not called again.
     timeouts_per_function: int = 2
     #: Crashes of one function after which it is not called again.
@@ -55,8 +56,12 @@ class Limits:
 
     @property
     def worst_case_s(self) -> float:
-        """The most wall time a submission that hangs everywhere can cost, roughly."""
-        return self.import_timeout_s + self.hang_budget_s + self.call_timeout_s
+        """The most wall time a submission that hangs everywhere can cost.
+
+        The first import, the hang budget, and the one call and one restart that may
+        start just before the budget runs out.
+        """
+        return 2 * self.import_timeout_s + self.hang_budget_s + self.call_timeout_s
 
     def worker_limits(self) -> dict[str, int]:
         """The rlimits the worker applies to itself before importing the submission."""
@@ -124,6 +129,7 @@ class StudentRunner:
         self._crashes: Counter[str] = Counter()
         self._hang_spent_s = 0.0
         self._pint_ready = False
+        self._started = False
         self.calls = 0
 
     def __enter__(self) -> StudentRunner:
@@ -182,7 +188,8 @@ class StudentRunner:
                                f"{Reason.CRASHES.value} {self._crashes[function]} times")
         if self._hang_spent_s >= self.limits.hang_budget_s:
             return CallOutcome("abandoned", message="not called: the submission used up the "
-                               f"{self.limits.hang_budget_s:g} s budget for hanging calls")
+                               f"{self.limits.hang_budget_s:g} s budget for hanging calls "
+                               "and worker restarts")
         return None
 
     def start(self) -> None:
@@ -192,9 +199,11 @@ class StudentRunner:
             self._spawn(preload_pint=True)
 
     def _ensure_worker(self) -> _Worker:
+        restart = self._worker is None and self._started
         worker = self._worker or self._spawn(preload_pint=False)
         if worker.ready:
             return worker
+        started = time.monotonic()
         try:
             reply = self._read_reply(worker, self.limits.import_timeout_s, None, ident=None)
         except _WorkerGone as gone:
@@ -206,6 +215,8 @@ class StudentRunner:
             raise _WorkerGone("unimportable", self._import_error)
         worker.ready = True
         self._pint_ready = bool(reply.get("pint"))
+        if restart:  # restarts only happen after a kill: they cost hanging time too
+            self._hang_spent_s += time.monotonic() - started
         return worker
 
     def _spawn(self, *, preload_pint: bool) -> _Worker:
@@ -222,6 +233,7 @@ class StudentRunner:
             )
         worker = _Worker(process)
         self._worker = worker
+        self._started = True
         self._pint_ready = False
         init = {
             "op": "init",

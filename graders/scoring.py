@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -11,7 +12,7 @@ Visibility: TypeAlias = Literal["visible", "hidden", "after_due_date", "after_pu
 VISIBILITIES: tuple[str, ...] = ("visible", "hidden", "after_due_date", "after_published")
 Status: TypeAlias = Literal["passed", "failed", "error", "skipped", "not run"]
 #: Decimal places of every score written out.
-SCORE_DECIMALS = 4
+SCORE_DECIMALS = 6
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,10 @@ class GraderMark:
         if unknown:
             raise ValueError(f"{where}: unknown grader marker keyword(s) {sorted(unknown)}")
         points = kwargs.get("points")
-        if isinstance(points, bool) or not isinstance(points, int | float) or points < 0:
-            raise ValueError(f"{where}: grader points must be a number >= 0, got {points!r}")
+        if isinstance(points, bool) or not isinstance(points, int | float) \
+                or not math.isfinite(points) or points < 0:
+            raise ValueError(f"{where}: grader points must be a finite number >= 0, "
+                             f"got {points!r}")
         function = kwargs.get("function")
         if not isinstance(function, str) or not function:
             raise ValueError(f"{where}: grader function must name a contract function")

@@ -10,6 +10,7 @@ import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from graders.errors import TrackError
@@ -25,8 +26,9 @@ DEFAULT_PRIMARY_METRIC = "p99 latency"
 DEFAULT_GUARDRAIL_METRIC = "SLO attainment"
 
 #: Canonical unit of each quantity written, used to check our registry reads it alike.
-CANONICAL_UNITS = {"data size": "GB", "bandwidth": "GB/s", "power": "W", "energy": "Wh",
-                   "parameter count": "param"}
+CANONICAL_UNITS: Mapping[str, str] = MappingProxyType({
+    "data size": "GB", "bandwidth": "GB/s", "power": "W", "energy": "Wh",
+    "parameter count": "param"})
 
 
 def generate_track_toml(
@@ -145,9 +147,9 @@ def _resolve(root: object, ref: str, prefix: str, example: str) -> Any:
         if part not in _public_names(obj):
             raise TrackError(_unknown_ref(what, ref, parts[:depth], part, _public_names(obj)))
         obj = getattr(obj, part)
-    needed = ("memory",) if what == "hardware" else ("parameters",)
-    if not all(getattr(obj, name, None) is not None for name in needed):
-        raise TrackError(f"{what} ref {ref!r} is not an MLSysIM {what} with {needed[0]}; "
+    needed, noun = ("memory", "hardware node") if what == "hardware" else ("parameters", what)
+    if getattr(obj, needed, None) is None:
+        raise TrackError(f"{what} ref {ref!r} is not an MLSysIM {noun} (it has no {needed}); "
                          f"pick one such as {example}")
     return obj
 
@@ -220,7 +222,7 @@ def _lines(title: str, pairs: list[tuple[str, object]]) -> str:
 
 
 def _header(hardware: Any, model: Any, values: Mapping[str, object], version: str) -> str:
-    label = values.get("label", hardware.name)
+    label = " ".join(str(values.get("label", hardware.name)).split())
     return (f"# {label}: {hardware.name} serving {model.name}.\n"
             f"# Written by 'graders tracks new' from MLSysIM {version}; quantities are strings "
             "with units that pint parses.\n")

@@ -10,6 +10,7 @@ and the fix.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import re
@@ -72,8 +73,8 @@ def _text(example: str, required: bool = True) -> _Field:
     return _Field("text", json.dumps(example), required)
 
 
-def _whole(example: int, bound: Bound = "positive", required: bool = False) -> _Field:
-    return _Field("whole number", str(example), required, bound)
+def _whole(example: int, bound: Bound = "positive") -> _Field:
+    return _Field("whole number", str(example), False, bound)
 
 
 def _number(example: float, bound: Bound = "positive") -> _Field:
@@ -113,12 +114,10 @@ DEFAULT_KEYS: Mapping[str, _Field] = MappingProxyType({
     "validation_tests": _Field("text list", '["load test", "p99 SLA canary"]'),
 })
 
-_LINK = {"bandwidth": _quantity("bandwidth")}
-
 #: The whole file format, table by table.
 SCHEMA: Mapping[str, _Field] = MappingProxyType({
     "track": _table({
-        "id": _Field("text", '"cloud_fleet"', True),
+        "id": _text("cloud_fleet"),
         "label": _text("Cloud Fleet"),
         "category": _text("Cloud"),
     }),
@@ -129,8 +128,8 @@ SCHEMA: Mapping[str, _Field] = MappingProxyType({
         "battery_capacity": _quantity("energy", required=False),
         "memory": _table({"capacity": _quantity("data size"),
                           "bandwidth": _quantity("bandwidth")}),
-        "storage": _table(_LINK, required=False),
-        "interconnect": _table(_LINK, required=False),
+        "storage": _table({"bandwidth": _quantity("bandwidth")}, required=False),
+        "interconnect": _table({"bandwidth": _quantity("bandwidth")}, required=False),
     }),
     "model": _table({
         "ref": _text("Models.Language.Llama2_70B"),
@@ -236,7 +235,11 @@ class Track:
         return self.profile, self.variant, self.hardware, self.model
 
     def reference_profile(self) -> reference.ServingTrackProfile:
-        """The reference's flat profile of this track."""
+        """The reference's flat profile of this track (computed once; it is immutable)."""
+        return self._flat_profile
+
+    @functools.cached_property
+    def _flat_profile(self) -> reference.ServingTrackProfile:
         return reference.serving_track_profile(*self.registry_objects())
 
     def raw_dict(self) -> dict[str, Any]:
@@ -349,7 +352,8 @@ def parse_quantity(
     try:
         quantity = ureg.Quantity(text)
     except Exception as error:  # pint raises many kinds of errors for unreadable text
-        raise TrackError(f"{wanted}, got {shown}, which pint cannot read ({error}); write a "
+        detail = str(error) or type(error).__name__
+        raise TrackError(f"{wanted}, got {shown}, which pint cannot read ({detail}); write a "
                          f"number, a space and {meaning.units_hint}") from error
     if not _has_kind(quantity, kind):
         fix = ("add a unit" if _is_bare(quantity) else "use " + meaning.units_hint)
@@ -394,8 +398,10 @@ def _show(value: object) -> str:
     """A value as it would look in TOML: strings in double quotes."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str | list | tuple):
+    if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_show(item) for item in value) + "]"
     if isinstance(value, Mapping):
         return "a table"
     return repr(value)

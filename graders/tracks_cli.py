@@ -10,22 +10,23 @@ import os
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
+from types import MappingProxyType
 
 from graders.errors import TrackError
 from graders.tracks import Track, default_tracks_dir, display_path, load_tracks
 
 #: Unit printed after each profile field that has one.
-PROFILE_UNITS = {
+PROFILE_UNITS: Mapping[str, str] = MappingProxyType({
     "model_params_b": "B params", "memory_capacity_gb": "GB", "memory_bandwidth_gbs": "GB/s",
     "storage_bandwidth_gbs": "GB/s", "interconnect_bandwidth_gbs": "GB/s", "tdp_w": "W",
     "battery_wh": "Wh", "arrival_qps": "req/s", "service_ms": "ms", "slo_ms": "ms",
     "context_tokens": "tokens", "state_mb_per_request": "MB", "precision_bytes": "bytes",
     "kv_precision_bytes": "bytes", "deserialize_gbs": "GB/s", "runtime_init_ms": "ms",
     "warmup_ms": "ms",
-}
+})
 
 
 def run_new(args: argparse.Namespace) -> int:

@@ -64,6 +64,7 @@ def unit_registry() -> Any:
 
         registry: Any = pint.UnitRegistry()
         registry.define("param = 1 * count")
+        registry.define("Gbps = gigabit / second")
         REGISTRY.append(registry)
     return REGISTRY[0]
 

@@ -1,4 +1,8 @@
-"""The one shared pint registry of the project, with ``param`` defined as a count."""
+"""The one shared pint registry of the project.
+
+It defines ``param`` as a count, and ``Gbps`` as gigabits per second (pint alone
+reads ``Gbps`` ambiguously, as gigabaud or giga-point-seconds).
+"""
 
 from __future__ import annotations
 
@@ -6,5 +10,6 @@ import pint
 
 ureg: pint.UnitRegistry[float] = pint.UnitRegistry()
 ureg.define("param = 1 * count")
+ureg.define("Gbps = gigabit / second")
 
 Q_ = ureg.Quantity

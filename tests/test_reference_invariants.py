@@ -176,6 +176,36 @@ def test_wait_probability_is_between_0_and_1(rho: float, service: float, replica
     assert 0.0 <= q.queue_wait_probability <= 1.0
 
 
+def _last_loads_before_saturation(replicas: int, service: float) -> list[float]:
+    """Arrival rates 0..12 ulps below ``replicas`` full servers, rising."""
+    rates = [replicas * 1000.0 / service]
+    for _ in range(12):
+        rates.append(math.nextafter(rates[-1], 0.0))
+    return rates[::-1]
+
+
+SATURATION_GRID = [
+    (replicas, 0.37 * 1.37**k)
+    for replicas in (1, 2, 3, 5, 7, 12, 167, 400)
+    for k in range(25)
+]
+
+
+def test_p99_never_falls_across_the_last_floats_before_saturation() -> None:
+    for replicas, service in SATURATION_GRID:
+        p99s = []
+        for arrival in _last_loads_before_saturation(replicas, service):
+            q = queueing_latency(arrival_qps=arrival, service_ms=service, replicas=replicas)
+            rate, prob = erlang_c(arrival, service, replicas)
+            assert q.stable == (q.utilization < 1.0)
+            if q.stable:
+                # A stable queue has a positive, finite wait rate: erlang_c agrees it is stable.
+                assert 0.0 < rate < math.inf, (replicas, service, arrival)
+                assert q.queue_wait_probability == prob
+            p99s.append(q.p99_latency_ms)
+        assert p99s == sorted(p99s), (replicas, service)
+
+
 # --- batching_tax ----------------------------------------------------------------------------
 
 

@@ -1,0 +1,224 @@
+"""Taking a submission (only serving.py, as a regular file) and encoding call arguments."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from graders.encoding import encode_argument
+from graders.errors import GraderError, SubmissionError
+from graders.submission import (
+    MAX_SUBMISSION_BYTES,
+    SUBMISSION_NAME,
+    locate_submission,
+    read_submission,
+)
+from reference.units import ureg
+
+# --- locate_submission --------------------------------------------------------------------
+
+
+def test_a_serving_py_file_is_located_as_itself(tmp_path: Path) -> None:
+    serving = tmp_path / "serving.py"
+    serving.write_text("x = 1\n", encoding="utf-8")
+    assert locate_submission(serving) == serving
+    assert locate_submission(str(serving)) == serving
+
+
+def test_a_folder_is_located_as_the_serving_py_inside_it(tmp_path: Path) -> None:
+    (tmp_path / "serving.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "other.py").write_text("y = 2\n", encoding="utf-8")
+    assert SUBMISSION_NAME == "serving.py"
+    assert locate_submission(tmp_path) == tmp_path / "serving.py"
+
+
+def test_a_missing_path_is_a_submission_error_that_names_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "serving.py"
+    with pytest.raises(SubmissionError, match="give a serving.py or a folder holding one") as info:
+        locate_submission(missing)
+    assert repr(str(missing)) in str(info.value)
+    assert isinstance(info.value, GraderError)
+    assert isinstance(info.value, ValueError)
+
+
+def test_a_folder_without_serving_py_is_a_submission_error_that_names_the_folder(
+        tmp_path: Path) -> None:
+    (tmp_path / "Serving.py").write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(SubmissionError, match="not found") as info:
+        locate_submission(tmp_path)
+    assert repr(str(tmp_path)) in str(info.value)
+
+
+def test_a_dangling_symlink_is_located_so_that_reading_it_can_refuse_it(tmp_path: Path) -> None:
+    link = tmp_path / "serving.py"
+    link.symlink_to(tmp_path / "gone.py")
+    assert locate_submission(tmp_path) == link
+    with pytest.raises(SubmissionError, match="is a symbolic link"):
+        read_submission(link)
+
+
+def test_a_symlink_to_a_folder_is_not_followed_into(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "serving.py").write_text("x = 1\n", encoding="utf-8")
+    link = tmp_path / "linked"
+    link.symlink_to(real, target_is_directory=True)
+    located = locate_submission(link)
+    with pytest.raises(SubmissionError):
+        read_submission(located)
+
+
+# --- read_submission ----------------------------------------------------------------------
+
+
+def test_a_regular_file_is_read_as_its_bytes(tmp_path: Path) -> None:
+    serving = tmp_path / "serving.py"
+    serving.write_bytes(b"def serve():\n    return '\xc3\xa9'\n")
+    assert read_submission(serving) == b"def serve():\n    return '\xc3\xa9'\n"
+
+
+def test_a_file_exactly_at_the_size_limit_is_read(tmp_path: Path) -> None:
+    serving = tmp_path / "serving.py"
+    serving.write_bytes(b"#" * MAX_SUBMISSION_BYTES)
+    assert len(read_submission(serving)) == MAX_SUBMISSION_BYTES
+
+
+def test_an_oversized_file_is_refused_with_its_size_and_the_limit(tmp_path: Path) -> None:
+    serving = tmp_path / "serving.py"
+    serving.write_bytes(b"#" * (MAX_SUBMISSION_BYTES + 1))
+    with pytest.raises(SubmissionError, match=f"is {MAX_SUBMISSION_BYTES + 1} bytes; the limit "
+                                              f"is {MAX_SUBMISSION_BYTES} bytes"):
+        read_submission(serving)
+
+
+def test_a_symlink_to_a_real_file_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.py"
+    target.write_text("x = 1\n", encoding="utf-8")
+    link = tmp_path / "serving.py"
+    link.symlink_to(target)
+    with pytest.raises(SubmissionError, match="is a symbolic link; submit serving.py itself"):
+        read_submission(link)
+
+
+def test_a_symlink_to_a_secret_is_refused_without_reading_it(tmp_path: Path) -> None:
+    link = tmp_path / "serving.py"
+    link.symlink_to("/etc/passwd")
+    with pytest.raises(SubmissionError, match="symbolic link") as info:
+        read_submission(link)
+    assert "root:" not in str(info.value)
+
+
+def test_a_directory_is_refused_as_not_a_regular_file(tmp_path: Path) -> None:
+    folder = tmp_path / "serving.py"
+    folder.mkdir()
+    with pytest.raises(SubmissionError, match="is not a regular file"):
+        read_submission(folder)
+
+
+def test_a_fifo_is_refused_without_blocking_on_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "serving.py"
+    os.mkfifo(fifo)
+    with pytest.raises(SubmissionError, match="is not a regular file"):
+        read_submission(fifo)
+
+
+def test_a_missing_file_is_refused_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(SubmissionError, match="cannot read submission .*: No such file"):
+        read_submission(tmp_path / "serving.py")
+
+
+# --- encode_argument ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [None, True, False, 0, -3, 10**20, "KV cache", "", 2.5, -0.0,
+                                   math.inf, -math.inf])
+def test_plain_values_are_sent_as_they_are(value: Any) -> None:
+    encoded = encode_argument(value)
+    assert encoded == value
+    assert type(encoded) is type(value)
+
+
+def test_nan_is_never_sent_to_a_submission() -> None:
+    with pytest.raises(ValueError, match="NaN is never sent to a submission"):
+        encode_argument(math.nan)
+    with pytest.raises(ValueError, match="NaN"):
+        encode_argument({"x": [1.0, math.nan]})
+
+
+def test_a_pint_quantity_is_sent_with_its_magnitude_and_units() -> None:
+    assert encode_argument(ureg.Quantity(80, "GiB")) == {"$q": [80, "gibibyte"]}
+    assert encode_argument(ureg.Quantity(7e10, "param")) == {"$q": [7e10, "param"]}
+    assert encode_argument(ureg.Quantity(3.35, "TB/s")) == {"$q": [3.35, "terabyte / second"]}
+
+
+def test_a_quantity_with_a_nan_magnitude_is_refused() -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        encode_argument(ureg.Quantity(math.nan, "GB"))
+
+
+def test_a_namespace_is_sent_as_its_attributes_recursively() -> None:
+    model = SimpleNamespace(name="Llama-2-70B", parameters=ureg.Quantity(7e10, "param"),
+                            layers=80, hidden_dim=None)
+    assert encode_argument(model) == {"$ns": {"name": "Llama-2-70B",
+                                              "parameters": {"$q": [7e10, "param"]},
+                                              "layers": 80, "hidden_dim": None}}
+
+
+def test_a_nested_namespace_keeps_its_nesting() -> None:
+    hardware = SimpleNamespace(memory=SimpleNamespace(capacity=ureg.Quantity(80, "GiB")),
+                               storage=None)
+    assert encode_argument(hardware) == {
+        "$ns": {"memory": {"$ns": {"capacity": {"$q": [80, "gibibyte"]}}}, "storage": None}}
+
+
+def test_a_dataclass_is_sent_as_its_fields() -> None:
+    @dataclass(frozen=True)
+    class Profile:
+        track_id: str
+        memory_capacity_gb: float
+        battery_wh: float | None
+
+    assert encode_argument(Profile("iphone", 8.589934592, None)) == {
+        "$ns": {"track_id": "iphone", "memory_capacity_gb": 8.589934592, "battery_wh": None}}
+
+
+def test_a_slotted_dataclass_is_sent_as_its_fields() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Point:
+        x: float
+        y: float
+
+    assert encode_argument(Point(1.0, 2.0)) == {"$ns": {"x": 1.0, "y": 2.0}}
+
+
+def test_the_reference_track_profile_is_sent_as_its_fields(cloud_profile: Any) -> None:
+    encoded = encode_argument(cloud_profile)
+    assert encoded["$ns"]["track_id"] == "cloud_fleet"
+    assert encoded["$ns"]["validation_tests"] == {"$tuple": list(cloud_profile.validation_tests)}
+    assert encoded["$ns"]["battery_wh"] is None
+
+
+def test_a_mapping_is_sent_tagged_with_string_keys() -> None:
+    assert encode_argument({"arrival_qps": 500.0, 3: "x"}) == {
+        "$map": {"arrival_qps": 500.0, "3": "x"}}
+    assert encode_argument({"$q": 1}) == {"$map": {"$q": 1}}  # a tag-looking key stays data
+
+
+def test_a_tuple_and_a_list_are_told_apart() -> None:
+    assert encode_argument((1, 2.5)) == {"$tuple": [1, 2.5]}
+    assert encode_argument([1, 2.5]) == [1, 2.5]
+    assert encode_argument([(1,), [2]]) == [{"$tuple": [1]}, [2]]
+
+
+@pytest.mark.parametrize("value", [object(), {1, 2}, b"bytes", 1 + 2j, len],
+                         ids=["object", "set", "bytes", "complex", "builtin"])
+def test_an_object_the_worker_cannot_rebuild_is_a_type_error_naming_its_type(
+        value: Any) -> None:
+    with pytest.raises(TypeError, match=f"cannot send a {type(value).__name__} to the worker"):
+        encode_argument(value)
