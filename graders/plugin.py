@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Generator
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +22,9 @@ from graders.reports import score_table
 from graders.scoring import GraderMark, Status, TestScore, scaled_maxima
 from graders.session import GradingSession
 from graders.settings import OPTIONS, Settings, resolve
+
+if TYPE_CHECKING:
+    from graders.tracks import Track
 
 SUITE_DIR = Path(__file__).with_name("suite")
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -70,15 +73,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if not settings.grading:
         return
-    from graders.tracks import default_tracks_dir, load_tracks
+    def load_tracks() -> tuple[Track, ...]:
+        from graders.tracks import default_tracks_dir, load_tracks
+
+        return load_tracks(settings.tracks or default_tracks_dir())
 
     try:
-        tracks = load_tracks(settings.tracks or default_tracks_dir())
-        session = GradingSession.open(settings, tracks)
+        session = GradingSession.open(settings, load_tracks)
     except GraderError as error:
         raise pytest.UsageError(str(error)) from None
     config.stash[SESSION_KEY] = session
-    session.start()
     if config.getoption("json_report", default=False):
         config.pluginmanager.register(JsonReportMetadata(), "serving-grader-json-report")
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from graders.encoding import encode_argument
-from graders.runtime import WORKER_SCRIPT, prepare_runtime
+from graders.runtime import WORKER_SCRIPT, cached_runtime
 from graders.submission import SUBMISSION_NAME
 
 Status: TypeAlias = Literal["ok", "raised", "timeout", "crashed", "garbage", "unimportable",
@@ -117,7 +117,7 @@ class StudentRunner:
         self.limits = limits or Limits()
         self._owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="serving-grader-")) if root is None else root
-        self._runtime = prepare_runtime(self.root / "runtime")
+        self._runtime = cached_runtime()
         self._box = self.root / "box"
         self._box.mkdir(mode=0o700, exist_ok=True)
         (self._box / SUBMISSION_NAME).write_bytes(submission)

@@ -6,16 +6,24 @@ only: neither the grader, nor ``reference/``, nor the rest of site-packages.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
+import os
 import re
 import shutil
+import stat
+import sys
+import tempfile
 from pathlib import Path
+
+from graders.errors import GraderError
 
 WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
 #: The distributions the worker may import, with their install-time dependencies.
 WORKER_DISTRIBUTIONS = ("pint",)
 _IGNORED = shutil.ignore_patterns("testsuite", "tests", "*.dist-info")
+COMPLETE_MARKER = ".complete"
 
 
 def _requirement_name(requirement: str) -> str | None:
@@ -66,6 +74,58 @@ def _copy_bytecode(source: Path, destination: Path) -> None:
     if cached.is_file():
         (destination / "__pycache__").mkdir(exist_ok=True)
         shutil.copy2(cached, destination / "__pycache__" / cached.name)
+
+
+def _runtime_key() -> str:
+    """Changes when Python, the worker script or the packages beside pint change."""
+    spec = importlib.util.find_spec("pint")
+    if spec is None or spec.origin is None:
+        raise GraderError("pint is not installed; install the grader with its dependencies")
+    packages = Path(spec.origin).parent.parent
+    digest = hashlib.sha256()
+    digest.update(sys.version.encode())
+    digest.update(WORKER_SCRIPT.read_bytes())
+    digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
+    return digest.hexdigest()[:20]
+
+
+def _is_trusted(folder: Path) -> bool:
+    """A complete runtime folder that only this user can have written."""
+    try:
+        info = folder.lstat()
+    except FileNotFoundError:
+        return False
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            and (folder / COMPLETE_MARKER).is_file())
+
+
+def cached_runtime() -> Path:
+    """The runtime folder for this Python and these packages, built once and then reused.
+
+    It lives in the temp folder, owned by this user and read-only to others; it is built
+    in a private folder and renamed into place, so a half-built one is never used.
+    """
+    folder = Path(tempfile.gettempdir()) / f"serving-grader-runtime-{os.geteuid()}-{_runtime_key()}"
+    if _is_trusted(folder):
+        return folder
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        prepare_runtime(staging)
+        for path in [staging, *staging.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        (staging / COMPLETE_MARKER).write_text("complete\n", encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    try:
+        os.rename(staging, folder)
+    except OSError:  # another grader won the race, or someone else's folder is in the way
+        if _is_trusted(folder):
+            shutil.rmtree(staging, ignore_errors=True)
+            return folder
+        return staging  # complete and ours: use it for this run only
+    return folder
 
 
 def prepare_runtime(destination: Path) -> Path:

@@ -26,37 +26,36 @@ class GradingSession:
 
     settings: Settings
     tracks: tuple[Track, ...]
-    submission: bytes
+    runner: StudentRunner
     started: float = field(default_factory=time.monotonic)
     scores: dict[str, TestScore] = field(default_factory=dict)
     expected: Callable[[Case], Any] = reference_expected
-    _runner: StudentRunner | None = None
 
     @classmethod
-    def open(cls, settings: Settings, tracks: tuple[Track, ...]) -> GradingSession:
-        """Read the submission named by ``settings`` (raises SubmissionError)."""
+    def open(cls, settings: Settings, load_tracks: Callable[[], tuple[Track, ...]]
+             ) -> GradingSession:
+        """Read the submission, start its worker, then load the tracks.
+
+        The worker imports the submission (and pint) while this process loads the
+        tracks and collects the tests. Raises a GraderError for a bad submission or track.
+        """
         assert settings.student is not None
         submission = read_submission(locate_submission(settings.student))
-        return cls(settings=settings, tracks=tracks, submission=submission)
-
-    @property
-    def runner(self) -> StudentRunner:
-        """The student runner; its worker starts on first use if :meth:`start` was not called."""
-        if self._runner is None:
-            self._runner = StudentRunner(self.submission, limits=self.settings.limits)
-        return self._runner
-
-    def start(self) -> None:
-        """Start the student worker early, so it imports while the tests are collected."""
-        self.runner.start()
+        runner = StudentRunner(submission, limits=settings.limits)
+        runner.start()
+        try:
+            tracks = load_tracks()
+        except BaseException:
+            runner.close()
+            raise
+        return cls(settings=settings, tracks=tracks, runner=runner)
 
     @property
     def import_error(self) -> str | None:
-        return None if self._runner is None else self._runner.import_error
+        return self.runner.import_error
 
     def close(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
+        self.runner.close()
 
     def summary(self) -> str:
         """The top-level output of results.json."""

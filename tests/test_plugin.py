@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from graders.scoring import SCORE_DECIMALS
+
 REPO = Path(__file__).resolve().parents[1]
 CORRECT = REPO / "tests" / "corpus" / "correct" / "serving.py"
 TEMPLATE = REPO / "student_template" / "serving.py"
@@ -277,13 +279,15 @@ def test_partial_credit_is_the_fraction_of_passing_cases(pytester: pytest.Pytest
     cases = serve["extra_data"]
     assert 0 < cases["passed_cases"] < cases["total_cases"]
     fraction = cases["passed_cases"] / cases["total_cases"]
-    assert serve["score"] == round(serve["max_score"] * fraction, 4)
+    assert serve["score"] == round(serve["max_score"] * fraction, SCORE_DECIMALS)
     assert "passes: expected" in serve["output"]
     assert "hint: a partly filled last pass is still a pass" in serve["output"]
 
 
 GRADED_TESTS = """
 import pytest
+
+from graders.scoring import SCORE_DECIMALS
 
 @pytest.mark.grader(points=3, function="serve")
 def test_batched_total(student):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import textwrap
@@ -27,8 +28,8 @@ def source(text: str) -> bytes:
 
 
 def live_processes(*, marker: str | None = None, pgid: int | None = None) -> list[int]:
-    """Pids of processes (zombies excluded) whose command line holds ``marker`` or whose
-    process group is ``pgid``."""
+    """Pids of processes (zombies excluded) whose command line or working folder holds
+    ``marker``, or whose process group is ``pgid``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -38,6 +39,8 @@ def live_processes(*, marker: str | None = None, pgid: int | None = None) -> lis
             stat = (entry / "stat").read_text()
         except OSError:
             continue
+        with contextlib.suppress(OSError):
+            cmdline += b"\0" + os.readlink(entry / "cwd").encode()
         state, _ppid, group = stat.rpartition(")")[2].split()[:3]
         if state == "Z":
             continue

@@ -69,7 +69,8 @@ def test_negative_points_are_refused_with_their_value(points: float) -> None:
 
 @pytest.mark.parametrize("points", [True, False])
 def test_bool_points_are_refused(points: bool) -> None:
-    with pytest.raises(ValueError, match=f"grader points must be a finite number >= 0, got {points}"):
+    message = f"grader points must be a finite number >= 0, got {points}"
+    with pytest.raises(ValueError, match=message):
         mark(points=points, function="serve")
 
 
