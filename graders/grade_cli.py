@@ -8,6 +8,7 @@ nothing but ``serving.py`` taken from the submission.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from graders.errors import SettingsError
-from graders.reports import gradescope_results, write_json_atomically
+from graders.reports import fallback_results, gradescope_problems, write_results
 from graders.settings import positive_float
 from graders.submission import locate_submission, read_submission
 
@@ -59,22 +60,28 @@ def run_grade(args: argparse.Namespace) -> int:
         from graders.tracks import load_tracks
 
         load_tracks(args.tracks)
+    if args.results:  # only this run may leave a results file behind
+        Path(args.results).unlink(missing_ok=True)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory:
         code = pytest.main(pytest_arguments(args, Path(directory), submission.resolve()))
-    if code in COMPLETED:
-        return 0
     if code == pytest.ExitCode.USAGE_ERROR:
         return 2
-    if args.results:
-        _write_fallback(Path(args.results), f"the grader stopped with pytest exit code {code}")
-    return GRADER_FAILED
+    completed = code in COMPLETED
+    if args.results and not _valid_results(Path(args.results)):
+        reason = "no valid results were written" if completed else \
+            f"the grader stopped with pytest exit code {int(code)}"
+        write_results(Path(args.results), fallback_results([], reason))
+        return GRADER_FAILED
+    return 0 if completed else GRADER_FAILED
 
 
-def _write_fallback(path: Path, reason: str) -> None:
-    """A valid results.json with no points, for a run the grader could not finish."""
-    document = gradescope_results([], execution_time_s=0.0,
-                                  output=f"Grading did not complete: {reason}. "
-                                         "Please contact the course staff.",
-                                  extra={"grader_error": reason})
-    write_json_atomically(path, document)
+def _valid_results(path: Path) -> bool:
+    def reject(constant: str) -> None:
+        raise ValueError(constant)
+
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"), parse_constant=reject)
+    except (OSError, ValueError):
+        return False
+    return not gradescope_problems(document)

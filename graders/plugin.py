@@ -102,7 +102,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [f"serving-grader: grading {settings.student} on tracks {ids}",
             f"serving-grader: tolerance {settings.tolerance.describe()}, "
             f"{settings.limits.call_timeout_s:g} s per call, max score {settings.max_score:g}, "
-            f"{settings.examples} Hypothesis examples per invariant"]
+            f"{settings.examples} Hypothesis examples per invariant",
+            f"serving-grader: {session.isolation()}"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

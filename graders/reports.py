@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections import defaultdict
@@ -45,6 +46,76 @@ def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
                        **(extra or {})},
         "tests": tests,
     }
+
+
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def gradescope_problems(document: Any) -> list[str]:
+    """Every way ``document`` breaks Gradescope's results format (empty when it is valid)."""
+    if not isinstance(document, Mapping):
+        return ["the document is not a JSON object"]
+    problems = []
+
+    def real(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) \
+            and math.isfinite(value)
+
+    if not real(document.get("score")):
+        problems.append("score must be a finite number")
+    if not isinstance(document.get("output", ""), str):
+        problems.append("output must be a string")
+    if document.get("stdout_visibility", "hidden") not in VISIBILITIES:
+        problems.append("stdout_visibility must be a Gradescope visibility")
+    if not real(document.get("execution_time", 0)):
+        problems.append("execution_time must be a finite number")
+    tests = document.get("tests")
+    if not isinstance(tests, list):
+        return [*problems, "tests must be a list"]
+    for index, test in enumerate(tests):
+        where = f"tests[{index}]"
+        if not isinstance(test, Mapping):
+            problems.append(f"{where} must be an object")
+            continue
+        for key in ("score", "max_score"):
+            if not real(test.get(key)):
+                problems.append(f"{where}.{key} must be a finite number")
+        if real(test.get("score")) and real(test.get("max_score")) \
+                and not 0 <= test["score"] <= test["max_score"]:
+            problems.append(f"{where}.score must lie in [0, max_score]")
+        if not isinstance(test.get("name"), str):
+            problems.append(f"{where}.name must be a string")
+        if test.get("status") not in ("passed", "failed"):
+            problems.append(f"{where}.status must be passed or failed")
+        if test.get("visibility", "visible") not in VISIBILITIES:
+            problems.append(f"{where}.visibility must be a Gradescope visibility")
+        tags = test.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+            problems.append(f"{where}.tags must be a list of strings")
+    maximum = sum(t.get("max_score", 0) for t in tests if isinstance(t, Mapping)
+                  and real(t.get("max_score")))
+    if real(document.get("score")) and not 0 <= document["score"] <= maximum + 1e-6:
+        problems.append("score must lie in [0, the sum of max_score]")
+    return problems
+
+
+def fallback_results(scores: Sequence[TestScore], reason: str) -> dict[str, Any]:
+    """Results for a run the grader could not finish: every known test at 0, and why."""
+    zeroed = [score.with_outcome("error", Fraction(0), "not graded: the grader failed")
+              for score in scores]
+    return gradescope_results(
+        zeroed, execution_time_s=0.0,
+        output=f"Grading did not complete: {reason}. Please contact the course staff.",
+        extra={"grader_error": reason})
+
+
+def write_results(path: Path, document: Mapping[str, Any],
+                  scores: Sequence[TestScore] = ()) -> None:
+    """Validate and write ``document``; an invalid one is replaced by the fallback."""
+    problems = gradescope_problems(document)
+    if problems:
+        document = fallback_results(scores, "invalid results: " + "; ".join(problems[:3]))
+    write_json_atomically(path, document)
 
 
 def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:

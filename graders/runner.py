@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import selectors
 import shutil
 import signal
@@ -28,6 +29,7 @@ from typing import Any, Literal, TypeAlias
 
 from graders.encoding import encode_argument
 from graders.runtime import WORKER_SCRIPT, cached_runtime
+from graders.sandbox import TOKEN_VARIABLE, SandboxUser, WorkerPython, sweep, worker_python
 from graders.submission import SUBMISSION_NAME
 
 Status: TypeAlias = Literal["ok", "raised", "timeout", "crashed", "garbage", "unimportable",
@@ -113,14 +115,21 @@ class StudentRunner:
     """A student's ``serving.py`` behind a process boundary; use as a context manager."""
 
     def __init__(self, submission: bytes, *, limits: Limits | None = None,
-                 root: Path | None = None) -> None:
+                 root: Path | None = None, sandbox: SandboxUser | None = None) -> None:
         self.limits = limits or Limits()
+        self.sandbox = sandbox
         self._owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="serving-grader-")) if root is None else root
         self._runtime = cached_runtime()
+        self._python = worker_python() if sandbox else WorkerPython(Path(sys.executable))
+        self._token = secrets.token_hex(16)
         self._box = self.root / "box"
         self._box.mkdir(mode=0o700, exist_ok=True)
         (self._box / SUBMISSION_NAME).write_bytes(submission)
+        if sandbox is not None:  # the sandbox user may enter the root, and own only the box
+            self.root.chmod(0o711)
+            for path in (self._box, self._box / SUBMISSION_NAME):
+                os.chown(path, sandbox.uid, sandbox.gid)
         self._log_path = self.root / "worker.log"
         self._worker: _Worker | None = None
         self._next_id = 0
@@ -137,6 +146,11 @@ class StudentRunner:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @property
+    def token(self) -> str:
+        """The marker every worker process carries in its environment (for the sweep)."""
+        return self._token
 
     @property
     def import_error(self) -> str | None:
@@ -220,9 +234,14 @@ class StudentRunner:
         return worker
 
     def _spawn(self, *, preload_pint: bool) -> _Worker:
+        drop: dict[str, Any] = {}
+        if self.sandbox is not None:
+            drop = {"user": self.sandbox.uid, "group": self.sandbox.gid, "extra_groups": [],
+                    "umask": 0o077}
         with open(self._log_path, "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-B", str(self._runtime / WORKER_SCRIPT.name)],
+                [str(self._python.executable), "-I", "-S", "-B",
+                 str(self._runtime / WORKER_SCRIPT.name)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -230,6 +249,7 @@ class StudentRunner:
                 env=self._environment(),
                 start_new_session=True,
                 close_fds=True,
+                **drop,
             )
         worker = _Worker(process)
         self._worker = worker
@@ -253,6 +273,8 @@ class StudentRunner:
             "HOME": str(self._box),
             "TMPDIR": str(self._box),
             "PYTHONHASHSEED": "0",
+            TOKEN_VARIABLE: self._token,
+            **self._python.environment,
         }
 
     def _send(self, worker: _Worker, request: dict[str, Any]) -> None:
@@ -350,6 +372,7 @@ class StudentRunner:
             process.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
             process.kill()
+        sweep(self._token)  # anything the worker left, in any process group
 
 
 def _import_message(gone: _WorkerGone) -> str:

@@ -10,8 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from graders.cases import Case
 from graders.expectations import reference_expected
-from graders.reports import gradescope_results, write_json_atomically
+from graders.reports import fallback_results, gradescope_results, write_results
 from graders.runner import StudentRunner
+from graders.sandbox import (
+    close_to_others,
+    ensure_sandbox_user,
+    protected_folders,
+    running_as_root,
+)
 from graders.scoring import TestScore
 from graders.settings import Settings
 from graders.submission import locate_submission, read_submission
@@ -41,7 +47,11 @@ class GradingSession:
         """
         assert settings.student is not None
         submission = read_submission(locate_submission(settings.student))
-        runner = StudentRunner(submission, limits=settings.limits)
+        sandbox = None
+        if running_as_root():
+            sandbox = ensure_sandbox_user(settings.sandbox_user)
+            close_to_others(protected_folders())
+        runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox)
         runner.start()
         try:
             tracks = load_tracks()
@@ -49,6 +59,14 @@ class GradingSession:
             runner.close()
             raise
         return cls(settings=settings, tracks=tracks, runner=runner)
+
+    def isolation(self) -> str:
+        """How the student's code is isolated, in one line for people and reports."""
+        sandbox = self.runner.sandbox
+        if sandbox is None:
+            return ("privilege drop is off: the grader is not running as root, so the "
+                    "student's code runs as this user (all other limits apply)")
+        return f"the student's code runs as user {sandbox.name} (uid {sandbox.uid})"
 
     @property
     def import_error(self) -> str | None:
@@ -64,10 +82,13 @@ class GradingSession:
         return "Graded by the serving-lab grader. Each test lists its failed cases."
 
     def write_results(self, path: Path) -> None:
-        """Write Gradescope results for the scores recorded so far, atomically."""
-        document = gradescope_results(
-            list(self.scores.values()),
-            execution_time_s=time.monotonic() - self.started,
-            output=self.summary(),
-        )
-        write_json_atomically(path, document)
+        """Write Gradescope results for the scores recorded so far: validated, atomically,
+        and if building them fails, the fallback with every test at 0."""
+        scores = list(self.scores.values())
+        try:
+            document = gradescope_results(
+                scores, execution_time_s=time.monotonic() - self.started,
+                output=self.summary(), extra={"isolation": self.isolation()})
+        except Exception as error:  # the grader's own failure must still leave valid results
+            document = fallback_results(scores, f"{type(error).__name__}: {error}")
+        write_results(path, document, scores)

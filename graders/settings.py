@@ -11,6 +11,7 @@ from typing import Any
 
 from graders.compare import DEFAULT_ABS_TOL, DEFAULT_REL_TOL, Tolerance
 from graders.runner import Limits
+from graders.sandbox import DEFAULT_SANDBOX_USER
 
 
 def positive_float(text: str) -> float:
@@ -79,6 +80,9 @@ OPTIONS: tuple[Option, ...] = (
            f"seconds one student call may take (default {Limits.call_timeout_s:g})", "SECONDS"),
     Option("examples", "--grader-examples", positive_int, 25,
            "Hypothesis examples per invariant test (default 25)", "N"),
+    Option("sandbox_user", "--grader-sandbox-user", str, DEFAULT_SANDBOX_USER,
+           "when run as root, the unprivileged user the student's code runs as, created "
+           f"if missing (default {DEFAULT_SANDBOX_USER})", "NAME"),
 )
 
 
@@ -93,6 +97,7 @@ class Settings:
     tolerance: Tolerance
     limits: Limits
     examples: int
+    sandbox_user: str
 
     @property
     def grading(self) -> bool:
@@ -119,4 +124,5 @@ def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Sett
         tolerance=Tolerance(rel=raw["rel_tol"][0], abs=raw["abs_tol"][0]),
         limits=Limits(call_timeout_s=raw["timeout"][0]),
         examples=raw["examples"][0],
+        sandbox_user=raw["sandbox_user"][0],
     )

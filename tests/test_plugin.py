@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,8 @@ def test_the_header_reports_the_settings_in_force(pytester: pytest.Pytester) -> 
         "serving-grader: grading *serving.py on tracks cloud_fleet, iphone, oura_ring, robotaxi",
         "serving-grader: tolerance rel 0.01, abs 1e-06, 1.5 s per call, max score 100, "
         "7 Hypothesis examples per invariant",
+        "serving-grader: the student's code runs as user serving-sandbox (uid *)"
+        if os.geteuid() == 0 else "serving-grader: privilege drop is off: *",
     ])
 
 
@@ -372,9 +375,11 @@ def test_every_flag_is_documented_in_one_option_group(pytester: pytest.Pytester)
         "*--grader-abs-tol=ABS*",
         "*--grader-timeout=SECONDS*",
         "*--grader-examples=N*",
+        "*--grader-sandbox-user=NAME*",
     ])
     for key in ("grader_student", "grader_results", "grader_tracks", "grader_max_score",
-                "grader_rel_tol", "grader_abs_tol", "grader_timeout", "grader_examples"):
+                "grader_rel_tol", "grader_abs_tol", "grader_timeout", "grader_examples",
+                "grader_sandbox_user"):
         result.stdout.fnmatch_lines([f"*{key} *"])
 
 
@@ -390,3 +395,12 @@ def test_grading_twice_gives_identical_results(pytester: pytest.Pytester) -> Non
         documents.append(document)
     assert documents[0] == documents[1]
     assert 0 < documents[0]["score"] < 100
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop needs root (CI runs as root)")
+def test_a_sandbox_user_with_uid_0_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngrader_sandbox_user = root\n")
+    result = pytester.runpytest("--student", "serving.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*sandbox user 'root' has uid or gid 0*"])
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
