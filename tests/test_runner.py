@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from graders.runner import CallOutcome, Limits, StudentRunner
+from graders.sandbox import TOKEN_VARIABLE
 from reference.units import ureg
 
 #: Small limits for the tests that hang on purpose.
@@ -325,7 +326,9 @@ def test_a_nan_argument_is_refused_before_it_is_sent(runner: StudentRunner) -> N
 
 def test_the_worker_gets_a_minimal_environment(runner: StudentRunner) -> None:
     names = ok_value(runner.call("environment"))
-    assert set(names) <= {"PATH", "LANG", "HOME", "TMPDIR", "PYTHONHASHSEED", "LC_CTYPE"}
+    # the sweep's marker is the one variable added on purpose
+    assert set(names) <= {"PATH", "LANG", "HOME", "TMPDIR", "PYTHONHASHSEED", "LC_CTYPE",
+                          TOKEN_VARIABLE}
 
 
 def test_the_worker_runs_in_a_folder_that_holds_only_the_submission(
