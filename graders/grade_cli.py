@@ -64,6 +64,8 @@ def run_grade(args: argparse.Namespace) -> int:
         Path(args.results).unlink(missing_ok=True)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory:
+        # Hypothesis keeps no examples (database=None), but would still make .hypothesis/
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(Path(directory) / ".hypothesis")
         code = pytest.main(pytest_arguments(args, Path(directory), submission.resolve()))
     if code == pytest.ExitCode.USAGE_ERROR:
         return 2

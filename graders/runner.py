@@ -301,6 +301,8 @@ class StudentRunner:
         started = time.monotonic()
         try:
             raw = self._read_line(worker, started, timeout_s)
+            while ident is not None and _stale(raw, ident):  # a late or forged earlier reply
+                raw = self._read_line(worker, started, timeout_s)
         except _WorkerGone as gone:
             self._stop()
             if function is not None:
@@ -373,6 +375,16 @@ class StudentRunner:
         except subprocess.TimeoutExpired:
             process.kill()
         sweep(self._token)  # anything the worker left, in any process group
+
+
+def _stale(raw: bytes, ident: int) -> bool:
+    """Whether ``raw`` is a reply to an earlier request (such lines are skipped)."""
+    try:
+        reply = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    earlier = reply.get("id") if isinstance(reply, dict) else None
+    return isinstance(earlier, int) and not isinstance(earlier, bool) and earlier < ident
 
 
 def _import_message(gone: _WorkerGone) -> str:

@@ -89,15 +89,35 @@ def _runtime_key() -> str:
     return digest.hexdigest()[:20]
 
 
+def _manifest(folder: Path) -> str:
+    """One line per file below ``folder``: its relative path and SHA-256."""
+    lines = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name != COMPLETE_MARKER:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            lines.append(f"{path.relative_to(folder)} {digest}")
+    return "\n".join(lines) + "\n"
+
+
 def _is_trusted(folder: Path) -> bool:
-    """A complete runtime folder that only this user can have written."""
+    """A complete runtime folder owned by this user whose files are exactly as built.
+
+    The contents are checked against the manifest written at build time, so a worker
+    that ran as this user (without the privilege drop) cannot leave a tampered runtime
+    for later gradings.
+    """
     try:
         info = folder.lstat()
     except FileNotFoundError:
         return False
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-            and (folder / COMPLETE_MARKER).is_file())
+    if not (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        return False
+    try:
+        built = (folder / COMPLETE_MARKER).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return built == _manifest(folder)
 
 
 def cached_runtime() -> Path:
@@ -109,12 +129,15 @@ def cached_runtime() -> Path:
     folder = Path(tempfile.gettempdir()) / f"serving-grader-runtime-{os.geteuid()}-{_runtime_key()}"
     if _is_trusted(folder):
         return folder
+    if os.path.lexists(folder):  # tampered or foreign: build a private one for this run
+        folder = Path(tempfile.mkdtemp(prefix=f".{folder.name}.private.", dir=folder.parent))
+        folder.rmdir()
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         prepare_runtime(staging)
         for path in [staging, *staging.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        (staging / COMPLETE_MARKER).write_text("complete\n", encoding="utf-8")
+        (staging / COMPLETE_MARKER).write_text(_manifest(staging), encoding="utf-8")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -654,3 +654,18 @@ def test_two_thousand_sequential_calls_complete() -> None:
         values = [runner.call("add", [index, 0.5]).value for index in range(2000)]
         assert runner.calls == 2000
     assert values == [index + 0.5 for index in range(2000)]
+
+
+def test_a_tampered_runtime_cache_is_never_used(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from graders import runtime
+
+    monkeypatch.setattr(runtime.tempfile, "tempdir", str(tmp_path))
+    built = runtime.cached_runtime()
+    assert runtime.cached_runtime() == built
+    (built / "pint" / "__init__.py").chmod(0o644)
+    with open(built / "pint" / "__init__.py", "a", encoding="utf-8") as handle:
+        handle.write("\nraise SystemExit('tampered')\n")
+    replacement = runtime.cached_runtime()
+    assert replacement != built
+    assert b"tampered" not in (replacement / "pint" / "__init__.py").read_bytes()
