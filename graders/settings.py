@@ -14,26 +14,25 @@ from graders.runner import Limits
 from graders.sandbox import DEFAULT_SANDBOX_USER
 
 
-def positive_float(text: str) -> float:
-    """An argparse type: a finite number > 0."""
+def _finite(text: str, *, zero_allowed: bool) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+        rule = ">= 0" if zero_allowed else "> 0"
+        raise argparse.ArgumentTypeError(f"must be a finite number {rule}, got {text!r}")
     return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    return _finite(text, zero_allowed=False)
 
 
 def non_negative_float(text: str) -> float:
     """An argparse type: a finite number >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+    return _finite(text, zero_allowed=True)
 
 
 def positive_int(text: str) -> int:
