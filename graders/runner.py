@@ -299,28 +299,32 @@ class StudentRunner:
     def _read_reply(self, worker: _Worker, timeout_s: float, function: str | None,
                     ident: int | None) -> dict[str, Any]:
         started = time.monotonic()
-        try:
-            raw = self._read_line(worker, started, timeout_s)
-            while ident is not None and _stale(raw, ident):  # a late or forged earlier reply
+        while True:
+            try:
                 raw = self._read_line(worker, started, timeout_s)
-        except _WorkerGone as gone:
-            self._stop()
-            if function is not None:
-                if gone.status == "timeout":
-                    self._timeouts[function] += 1
-                    self._hang_spent_s += time.monotonic() - started
-                elif gone.status == "crashed":
-                    self._crashes[function] += 1
-            raise
-        try:
-            reply = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            self._stop()
-            raise _WorkerGone("garbage", "the worker sent a reply that is not JSON") from None
-        if not isinstance(reply, dict) or reply.get("id") != ident:
-            self._stop()
-            raise _WorkerGone("garbage", "the worker sent a reply to another request")
-        return reply
+            except _WorkerGone as gone:
+                self._stop()
+                if function is not None:
+                    if gone.status == "timeout":
+                        self._timeouts[function] += 1
+                        self._hang_spent_s += time.monotonic() - started
+                    elif gone.status == "crashed":
+                        self._crashes[function] += 1
+                raise
+            try:
+                reply = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                self._stop()
+                raise _WorkerGone("garbage", "the worker sent a reply that is not JSON") from None
+            if not isinstance(reply, dict):
+                break
+            if ident is not None and _earlier(reply.get("id"), ident):
+                continue  # a late or forged reply to an earlier request: skip it
+            if reply.get("id") == ident:
+                return reply
+            break
+        self._stop()
+        raise _WorkerGone("garbage", "the worker sent a reply to another request")
 
     def _read_line(self, worker: _Worker, started: float, timeout_s: float) -> bytes:
         deadline = started + timeout_s
@@ -377,14 +381,9 @@ class StudentRunner:
         sweep(self._token)  # anything the worker left, in any process group
 
 
-def _stale(raw: bytes, ident: int) -> bool:
-    """Whether ``raw`` is a reply to an earlier request (such lines are skipped)."""
-    try:
-        reply = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    earlier = reply.get("id") if isinstance(reply, dict) else None
-    return isinstance(earlier, int) and not isinstance(earlier, bool) and earlier < ident
+def _earlier(reply_id: Any, ident: int) -> bool:
+    """Whether ``reply_id`` names a request before ``ident``."""
+    return isinstance(reply_id, int) and not isinstance(reply_id, bool) and reply_id < ident
 
 
 def _import_message(gone: _WorkerGone) -> str:

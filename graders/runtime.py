@@ -15,6 +15,7 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from graders.errors import GraderError
@@ -141,13 +142,22 @@ def cached_runtime() -> Path:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    return publish_folder(staging, folder, _is_trusted)
+
+
+def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool]) -> Path:
+    """Rename a complete ``staging`` folder to ``folder`` and return the one to use.
+
+    If the rename fails, another grader won the race (use its folder when ``trusted``)
+    or a foreign folder is in the way (use ``staging``, complete and ours, for this run).
+    """
     try:
         os.rename(staging, folder)
-    except OSError:  # another grader won the race, or someone else's folder is in the way
-        if _is_trusted(folder):
+    except OSError:
+        if trusted(folder):
             shutil.rmtree(staging, ignore_errors=True)
             return folder
-        return staging  # complete and ours: use it for this run only
+        return staging
     return folder
 
 

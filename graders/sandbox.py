@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders.errors import GraderError
+from graders.runtime import publish_folder
 
 DEFAULT_SANDBOX_USER = "serving-sandbox"
 #: Environment variable that marks every process a worker starts, for the final sweep.
@@ -134,7 +135,7 @@ def _cached_copy(executable: Path, stdlib: Path, library: Path | None) -> Path:
     digest = hashlib.sha256(f"{executable}:{executable.stat().st_mtime_ns}:{sys.version}"
                             .encode()).hexdigest()[:20]
     folder = Path(tempfile.gettempdir()) / f"serving-grader-python-{os.geteuid()}-{digest}"
-    if (folder / ".complete").is_file() and folder.lstat().st_uid == os.geteuid():
+    if _complete_copy(folder):
         return folder
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
@@ -155,14 +156,12 @@ def _cached_copy(executable: Path, stdlib: Path, library: Path | None) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise SandboxError(f"cannot prepare an interpreter the sandbox user can run: "
                            f"{error}") from None
-    try:
-        os.rename(staging, folder)
-    except OSError:  # another grader won the race, or a stale folder is in the way
-        if (folder / ".complete").is_file() and folder.lstat().st_uid == os.geteuid():
-            shutil.rmtree(staging, ignore_errors=True)
-            return folder
-        return staging
-    return folder
+    return publish_folder(staging, folder, _complete_copy)
+
+
+def _complete_copy(folder: Path) -> bool:
+    """An interpreter copy this user finished building."""
+    return (folder / ".complete").is_file() and folder.lstat().st_uid == os.geteuid()
 
 
 def _open_to_others(root: Path) -> None:
