@@ -7,43 +7,18 @@ golden file where the reference is absent); see :mod:`graders.expectations`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reference.results import (
-    BatchingTaxResult,
-    CacheCapacityResult,
-    ColdStartResult,
-    QueueingResult,
-    ServeResult,
-    ServingTrackProfile,
-)
+from graders.contract import CONTRACT_FUNCTIONS, RESULT_FIELDS
 
 if TYPE_CHECKING:
     from graders.tracks import Track
 
-
-def _fields(result_type: type) -> tuple[str, ...]:
-    if dataclasses.is_dataclass(result_type):
-        return tuple(f.name for f in dataclasses.fields(result_type))
-    return tuple(result_type._fields)  # type: ignore[attr-defined]
-
-
-#: Result fields the graders read, by contract function (None: a plain value).
-RESULT_FIELDS: dict[str, tuple[str, ...] | None] = {
-    "serve": _fields(ServeResult),
-    "erlang_c": ("wait_rate_per_s", "wait_probability"),
-    "queueing_latency": _fields(QueueingResult),
-    "batching_tax": _fields(BatchingTaxResult),
-    "transformer_state_gb": None,
-    "cache_capacity": _fields(CacheCapacityResult),
-    "cold_start_latency": _fields(ColdStartResult),
-    "quantity_to_float": None,
-    "serving_track_profile": _fields(ServingTrackProfile),
-}
-CONTRACT_FUNCTIONS = tuple(RESULT_FIELDS)
+__all__ = ["CONTRACT_FUNCTIONS", "RESULT_FIELDS", "Case"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +29,13 @@ class Case:
     function: str
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    #: The track a per-track case belongs to ("" for cases without a track).
+    track_id: str = ""
+
+    @property
+    def key(self) -> str:
+        """Unique across the suite: the track, the function and the case id."""
+        return f"{self.track_id or '-'}/{self.function}/{self.case_id}"
 
     @property
     def fields(self) -> tuple[str, ...] | None:
@@ -67,7 +49,7 @@ class Case:
 
 
 def _short(value: Any) -> str:
-    if isinstance(value, ServingTrackProfile):
+    if hasattr(value, "track_id") and hasattr(value, "service_ms"):
         return f"<profile {value.track_id}>"
     if isinstance(value, types.SimpleNamespace) or hasattr(value, "__dataclass_fields__"):
         name = getattr(value, "track_id", None) or getattr(value, "name", None)
@@ -109,26 +91,9 @@ def erlang_c_cases() -> list[Case]:
     return cases
 
 
-#: Fleet sizes of the large-fleet cases, where the textbook formula overflows.
-LARGE_FLEETS = (170, 171, 1000, 4096, 10000)
-
-
-def large_fleet_cases() -> list[Case]:
-    """erlang_c and queueing_latency on fleets of 170 to 10,000 replicas."""
-    cases = []
-    for replicas in LARGE_FLEETS:
-        for rho in (0.5, 0.95, 0.999):
-            arrival = rho * replicas * 1000.0 / 25.0
-            cases.append(Case(f"c={replicas} rho={rho}", "erlang_c", (arrival, 25.0, replicas)))
-            cases.append(Case(f"c={replicas} rho={rho}", "queueing_latency", (), {
-                "arrival_qps": arrival, "service_ms": 25.0, "replicas": replicas,
-                "service_cv": 1.0, "slo_ms": 200.0}))
-    return cases
-
-
 def quantity_cases() -> list[Case]:
     """Quantities in several units, plain numbers, None, and unconvertible values."""
-    from reference.units import ureg
+    from graders.units import ureg
 
     q = ureg.Quantity
     conversions = [
@@ -154,12 +119,24 @@ def quantity_cases() -> list[Case]:
 
 # --- per-track cases ---------------------------------------------------------------------
 
+
+def per_track(make: Callable[[Track], list[Case]]) -> Callable[[Track], list[Case]]:
+    """Stamp the track's id on every case ``make`` returns (it keys golden values)."""
+
+    @functools.wraps(make)
+    def stamped(track: Track) -> list[Case]:
+        return [dataclasses.replace(case, track_id=track.track_id) for case in make(track)]
+
+    return stamped
+
+
 #: Loads, as fractions of the fleet's capacity, from light to past saturation.
 LOAD_SWEEP = (0.05, 0.25, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0, 1.25)
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 CONTEXT_LENGTHS = (256, 1024, 4096, 32768, 131072)
 
 
+@per_track
 def queueing_cases(track: Track) -> list[Case]:
     """The track's defaults, then a load sweep at its service time and fleet."""
     p = track.reference_profile()
@@ -176,6 +153,7 @@ def queueing_cases(track: Track) -> list[Case]:
     return cases
 
 
+@per_track
 def batching_cases(track: Track) -> list[Case]:
     """The track's defaults, then batch sizes 1 to 64 at its load and efficiency."""
     p = track.reference_profile()
@@ -190,6 +168,7 @@ def batching_cases(track: Track) -> list[Case]:
     return cases
 
 
+@per_track
 def transformer_state_cases(track: Track) -> list[Case]:
     """KV state per request at context lengths 256 to 131,072, at 1 and 2 bytes."""
     return [
@@ -198,6 +177,7 @@ def transformer_state_cases(track: Track) -> list[Case]:
     ]
 
 
+@per_track
 def cache_cases(track: Track) -> list[Case]:
     """The track's defaults, context lengths at 1 and 2 bytes, and device counts."""
     p = track.reference_profile()
@@ -224,6 +204,7 @@ def cache_cases(track: Track) -> list[Case]:
     return cases
 
 
+@per_track
 def cold_start_cases(track: Track) -> list[Case]:
     """Defaults, precisions, warm pools, and storage/interconnect/runtime overrides."""
     p = track.reference_profile()
@@ -286,6 +267,7 @@ def with_units(obj: Any, units: Mapping[str, str], prefix: str = "") -> Any:
     return types.SimpleNamespace(**copied)
 
 
+@per_track
 def profile_cases(track: Track) -> list[Case]:
     """The track's registry objects as written, then the same facts in other units."""
     profile, variant, hardware, model = track.registry_objects()
@@ -297,16 +279,16 @@ def profile_cases(track: Track) -> list[Case]:
     return cases
 
 
-def iter_all_cases(tracks: tuple[Track, ...]) -> Iterator[tuple[str, Case]]:
-    """Every case of the suite with its group name (used for golden files and reports)."""
-    groups = {"serve": serve_cases(), "erlang_c": erlang_c_cases(),
-              "large_fleet": large_fleet_cases(), "quantity_to_float": quantity_cases()}
-    for name, cases in groups.items():
-        for case in cases:
-            yield name, case
-    per_track = (queueing_cases, batching_cases, transformer_state_cases, cache_cases,
-                 cold_start_cases, profile_cases)
+#: The visible per-track case generators, in suite order.
+PER_TRACK = (queueing_cases, batching_cases, transformer_state_cases, cache_cases,
+             cold_start_cases, profile_cases)
+
+
+def visible_cases(tracks: tuple[Track, ...]) -> Iterator[Case]:
+    """Every case of the visible tests (the ones a golden file carries)."""
+    yield from serve_cases()
+    yield from erlang_c_cases()
+    yield from quantity_cases()
     for track in tracks:
-        for make in per_track:
-            for case in make(track):
-                yield f"{make.__name__}/{track.track_id}", case
+        for make in PER_TRACK:
+            yield from make(track)

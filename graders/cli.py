@@ -1,17 +1,21 @@
-"""The ``graders`` command line: grade a submission, and manage tracks.
+"""The ``graders`` command line: grade a submission or a class, and manage tracks.
 
-Exit codes: 0 when the work completed (whatever the score), 2 for a usage or
-configuration error, reported as one line without a traceback.
+Exit codes: 0 when the work completed (whatever the score), 1 when the grader itself
+failed (``grade`` still writes fallback results), 2 for a usage or configuration error,
+reported as one line without a traceback, 3 when ``grade --fail-under`` finds the
+score below the bar, and 130 when ``regrade`` is interrupted (run it again to resume).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from graders.errors import GraderError
+from graders.settings import positive_float, positive_int
 
 USAGE_ERROR = 2
 
@@ -34,7 +38,57 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
     grade.add_argument("--max-score", metavar="POINTS", help="total points of the suite")
     grade.add_argument("--json-report", metavar="FILE", help="also write a pytest-json-report")
+    grade.add_argument("--html", metavar="FILE",
+                       help="also write the HTML feedback report, with plots (needs the "
+                            "report extra: pip install 'serving-lab-grader[report]')")
+    grade.add_argument("--golden", metavar="FILE",
+                       help="expected values from this golden file instead of the reference")
+    grade.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (pytest's)")
+    grade.add_argument("--classroom", metavar="FILE",
+                       help="also write GitHub Classroom runner results (JSON)")
+    grade.add_argument("--github-output", action="store_true",
+                       help="append result=<base64 runner results> to $GITHUB_OUTPUT, for "
+                            "GitHub Classroom's grading reporter")
+    grade.add_argument("--submission-metadata", metavar="FILE",
+                       help="Gradescope's submission_metadata.json (its id goes into "
+                            "extra_data; ignored when absent)")
+    grade.add_argument("--fail-under", metavar="POINTS",
+                       help="exit with code 3 when the score is below POINTS (for CI)")
     grade.add_argument("-q", "--quiet", action="store_true", help="print only the score table")
+    grade.add_argument("--sandbox-user", metavar="NAME",
+                       help="when run as root, the unprivileged user the student's code runs "
+                            "as (default serving-sandbox; regrade gives each job its own)")
+
+    export = commands.add_parser("export", help="build the Gradescope zip or the student bundle")
+    export_commands = export.add_subparsers(dest="export_command", required=True,
+                                            parser_class=_Parser)
+    gradescope = export_commands.add_parser(
+        "gradescope", help="the Gradescope autograder zip (setup.sh and run_autograder)")
+    gradescope.add_argument("target", metavar="OUT.zip", help="the zip file to write")
+    student = export_commands.add_parser(
+        "student", help="the repository students clone: no reference, no hidden tests")
+    student.add_argument("target", metavar="OUT_DIR", help="a new or empty folder")
+    student.add_argument("--max-score", metavar="POINTS", default="100",
+                         help="total points of the assignment on Gradescope (default 100)")
+
+    regrade = commands.add_parser(
+        "regrade", help="grade a whole class in parallel, resumably, and report on it")
+    regrade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
+                         help="a Gradescope export (folders and submission_metadata.yml), or "
+                              "a folder of submission folders or of *.py files")
+    regrade.add_argument("--out", required=True, metavar="DIR",
+                         help="where results, grades.csv and the class report go")
+    regrade.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
+                         help="submissions graded at once (default: the number of CPUs)")
+    regrade.add_argument("--timeout", type=positive_float, metavar="SECONDS",
+                         help="wall time one submission may take before it is stopped "
+                              "(default: the worker's worst case plus 120 s)")
+    regrade.add_argument("--force", action="store_true",
+                         help="regrade every submission, even those already graded")
+    regrade.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
+    regrade.add_argument("--max-score", metavar="POINTS", help="total points of the suite")
+    regrade.add_argument("--no-histogram", action="store_true",
+                         help="skip histogram.png (needs matplotlib, the 'report' extra)")
 
     tracks = commands.add_parser("tracks", help="list, check, show and create track files")
     track_commands = tracks.add_subparsers(dest="tracks_command", required=True,
@@ -64,6 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from graders.grade_cli import run_grade
 
             return run_grade(args)
+        if args.command == "export":
+            return _run_export(args)
+        if args.command == "regrade":
+            from graders.regrade import run_regrade
+
+            return run_regrade(args)
         from graders import tracks_cli
 
         handlers = {"new": tracks_cli.run_new, "show": tracks_cli.run_show,
@@ -72,3 +132,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraderError as error:
         print(f"graders: error: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except ModuleNotFoundError as error:
+        if error.name not in INSTRUCTOR_MODULES:
+            raise
+        print(f"graders: error: '{args.command}' needs the instructor's checkout of the grader "
+              f"(module {error.name} is not in this copy, e.g. a student bundle)",
+              file=sys.stderr)
+        return USAGE_ERROR
+
+
+#: Modules the student bundle leaves out; commands that need them say so in one line.
+INSTRUCTOR_MODULES = ("reference", "graders.export", "graders.trackgen")
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    import importlib
+    from pathlib import Path
+
+    from graders.settings import flag_value, positive_float
+
+    export = importlib.import_module("graders.export")
+
+    target = Path(args.target)
+    if args.export_command == "gradescope":
+        names = export.export_gradescope(target)
+        print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "
+              "Gradescope programming assignment")
+        return 0
+    max_score = flag_value("--max-score", args.max_score, positive_float)
+    names = export.export_student(target, max_score=max_score)
+    print(f"wrote the student bundle to {target} ({len(names)} files); push it as the "
+          "starter repository students clone")
+    return 0

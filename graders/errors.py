@@ -17,3 +17,11 @@ class SubmissionError(ValueError, GraderError):
 
 class SettingsError(ValueError, GraderError):
     """An option, ini key or marker has a value outside its rule."""
+
+
+class GoldenError(ValueError, GraderError):
+    """A golden file is missing, malformed, or does not match the tracks or cases."""
+
+
+class ReportError(GraderError):
+    """The feedback report was asked for but cannot be made (e.g. matplotlib is missing)."""

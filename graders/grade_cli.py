@@ -10,19 +10,31 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from graders.classroom import github_output_line
 from graders.errors import SettingsError
-from graders.reports import fallback_results, gradescope_problems, write_results
-from graders.settings import positive_float
+from graders.reports import fallback_results, read_valid_results, write_results
+from graders.settings import flag_value, non_negative_float, positive_float
 from graders.submission import locate_submission, read_submission
 
 #: pytest exit codes after which grading completed, whatever the score.
 COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 GRADER_FAILED = 1
+USAGE_ERROR = 2
+BELOW_FAIL_UNDER = 3
+#: The exit-code policy of ``graders grade``, for CI pipelines and the README.
+EXIT_CODES = {
+    0: "grading completed (whatever the score, unless --fail-under says otherwise)",
+    GRADER_FAILED: "the grader itself failed; fallback results (every test at 0, the reason) "
+                   "were written",
+    USAGE_ERROR: "usage or configuration error (one line on stderr); nothing was graded",
+    BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
+}
 
 
 def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) -> list[str]:
@@ -41,49 +53,96 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
     if args.tracks:
         arguments += ["--grader-tracks", str(Path(args.tracks).resolve())]
     if args.max_score is not None:
-        try:
-            positive_float(args.max_score)
-        except argparse.ArgumentTypeError as error:
-            raise SettingsError(f"--max-score {error}") from None
+        flag_value("--max-score", args.max_score, positive_float)
         arguments += ["--grader-max-score", args.max_score]
     if args.json_report:
         arguments += ["-p", "pytest_jsonreport.plugin", "--json-report",
                       "--json-report-file", str(Path(args.json_report).resolve())]
+    if getattr(args, "html", None):
+        arguments += ["--grader-html", str(Path(args.html).resolve())]
+    for flag, value in (("--grader-golden", args.golden),
+                        ("--grader-classroom", args.classroom),
+                        ("--grader-submission-metadata", args.submission_metadata)):
+        if value:
+            arguments += [flag, str(Path(value).resolve())]
+    if args.junit_xml:
+        arguments += ["--junitxml", str(Path(args.junit_xml).resolve()),
+                      "-o", "junit_suite_name=serving-lab"]
+    if getattr(args, "sandbox_user", None):
+        arguments += ["--grader-sandbox-user", args.sandbox_user]
     return arguments
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    """Grade ``args.submission``; 0 when grading completed, whatever the score."""
+    """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means."""
     submission = locate_submission(args.submission)
     read_submission(submission)  # refuse links, other file types and oversized files early
+    fail_under = _fail_under(args.fail_under)
+    github_output = _github_output() if args.github_output else None
     if args.tracks:
         from graders.tracks import load_tracks
 
         load_tracks(args.tracks)
-    if args.results:  # only this run may leave a results file behind
-        Path(args.results).unlink(missing_ok=True)
+    if getattr(args, "html", None):  # a missing extra is a usage error, before grading
+        from graders.report_plots import require_matplotlib
+
+        require_matplotlib("--html")
+    for name in ("results", "classroom", "html"):  # only this run may leave these behind
+        if getattr(args, name, None):
+            Path(getattr(args, name)).unlink(missing_ok=True)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory:
+        scratch = Path(directory)
         # Hypothesis keeps no examples (database=None), but would still make .hypothesis/
-        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(Path(directory) / ".hypothesis")
-        code = pytest.main(pytest_arguments(args, Path(directory), submission.resolve()))
-    if code == pytest.ExitCode.USAGE_ERROR:
-        return 2
-    completed = code in COMPLETED
-    if args.results and not _valid_results(Path(args.results)):
-        reason = "no valid results were written" if completed else \
-            f"the grader stopped with pytest exit code {int(code)}"
-        write_results(Path(args.results), fallback_results([], reason))
-        return GRADER_FAILED
-    return 0 if completed else GRADER_FAILED
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(scratch / ".hypothesis")
+        args = _with_scratch_outputs(args, scratch, fail_under is not None,
+                                     github_output is not None)
+        workdir = scratch / "run"
+        workdir.mkdir()
+        code = pytest.main(pytest_arguments(args, workdir, submission.resolve()))
+        if code == pytest.ExitCode.USAGE_ERROR:
+            return USAGE_ERROR
+        completed = code in COMPLETED
+        results = Path(args.results) if args.results else None
+        if results is not None and read_valid_results(results) is None:
+            reason = "no valid results were written" if completed else \
+                f"the grader stopped with pytest exit code {int(code)}"
+            write_results(results, fallback_results([], reason))
+            return GRADER_FAILED
+        if not completed:
+            return GRADER_FAILED
+        if github_output is not None and args.classroom:
+            classroom = json.loads(Path(args.classroom).read_text(encoding="utf-8"))
+            with github_output.open("a", encoding="utf-8") as stream:
+                stream.write(github_output_line(classroom))
+        if fail_under is not None and results is not None:
+            score = json.loads(results.read_text(encoding="utf-8"))["score"]
+            if score < fail_under:
+                sys.stderr.write(f"graders: score {score:g} is below --fail-under "
+                                 f"{fail_under:g}\n")
+                return BELOW_FAIL_UNDER
+    return 0
 
 
-def _valid_results(path: Path) -> bool:
-    def reject(constant: str) -> None:
-        raise ValueError(constant)
+def _fail_under(text: str | None) -> float | None:
+    return None if text is None else float(flag_value("--fail-under", text,
+                                                      non_negative_float))
 
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"), parse_constant=reject)
-    except (OSError, ValueError):
-        return False
-    return not gradescope_problems(document)
+
+def _github_output() -> Path:
+    value = os.environ.get("GITHUB_OUTPUT")
+    if not value:
+        raise SettingsError("--github-output needs the GITHUB_OUTPUT environment variable "
+                            "(set by GitHub Actions); use --classroom FILE elsewhere")
+    return Path(value)
+
+
+def _with_scratch_outputs(args: argparse.Namespace, scratch: Path, need_results: bool,
+                          need_classroom: bool) -> argparse.Namespace:
+    """``args`` with results and classroom files in ``scratch`` where a check needs them."""
+    updated = argparse.Namespace(**vars(args))
+    if need_results and not updated.results:
+        updated.results = str(scratch / "results.json")
+    if need_classroom and not updated.classroom:
+        updated.classroom = str(scratch / "classroom.json")
+    return updated

@@ -22,6 +22,7 @@ from graders.reports import score_table
 from graders.scoring import GraderMark, Status, TestScore, scaled_maxima
 from graders.session import GradingSession
 from graders.settings import OPTIONS, Settings, resolve
+from graders.suite import HIDDEN_PREFIX
 
 if TYPE_CHECKING:
     from graders.tracks import Track
@@ -79,6 +80,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return load_tracks(settings.tracks or default_tracks_dir())
 
     try:
+        if settings.html is not None:
+            from graders.report_plots import require_matplotlib
+
+            require_matplotlib("--grader-html")
         session = GradingSession.open(settings, load_tracks)
     except GraderError as error:
         raise pytest.UsageError(str(error)) from None
@@ -101,7 +106,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ids = ", ".join(track.track_id for track in session.tracks)
     return [f"serving-grader: grading {settings.student} on tracks {ids}",
             f"serving-grader: tolerance {settings.tolerance.describe()}, "
-            f"{settings.limits.call_timeout_s:g} s per call, max score {settings.max_score:g}, "
+            f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
             f"{settings.examples} Hypothesis examples per invariant",
             f"serving-grader: {session.isolation()}"]
 
@@ -123,6 +128,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if not any(Path(item.path).parent == SUITE_DIR for item in items):
         for path in sorted(SUITE_DIR.glob("test_*.py")):
+            if grading.oracle.golden and path.name.startswith(HIDDEN_PREFIX):
+                continue  # hidden tests need the reference (and the bundle leaves them out)
             module = pytest.Module.from_parent(session, path=path,
                                                nodeid=f"graders/suite/{path.name}")
             items.extend(i for i in session.genitems(module) if isinstance(i, pytest.Item))
@@ -150,7 +157,7 @@ def _assign_maxima(grading: GradingSession, items: list[pytest.Item]) -> None:
     siblings = Counter(_function_id(item) for item, _ in marks.values())
     weights = {nodeid: mark.points / siblings[_function_id(item)]
                for nodeid, (item, mark) in marks.items()}
-    maxima = scaled_maxima(weights, grading.settings.max_score)
+    maxima = scaled_maxima(weights, grading.max_score)
     for nodeid, (item, mark) in marks.items():
         score = TestScore(nodeid=nodeid, name=_display_name(item), function=mark.function,
                           track=_track_id(item), visibility=mark.visibility,
@@ -188,7 +195,19 @@ def pytest_runtest_makereport(item: pytest.Item,
     if updated is not None:
         item.stash[SCORE_KEY] = updated
         session.scores[item.nodeid] = updated
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            _add_score_properties(item, updated)
     return report
+
+
+def _add_score_properties(item: pytest.Item, score: TestScore) -> None:
+    """Score properties of the test: JUnit XML writes them as <property> elements."""
+    from graders.scoring import rounded
+
+    item.user_properties.extend([
+        ("grader_score", rounded(score.earned)), ("grader_max_score", rounded(score.max_score)),
+        ("grader_function", score.function), ("grader_visibility", score.visibility),
+    ])
 
 
 def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,
@@ -232,9 +251,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     grading = session.config.stash.get(SESSION_KEY, None)
     if grading is None:
         return
+    html, report = grading.settings.html, None
+    if html is not None:  # its curves call the student: measure them before the worker stops
+        from graders.feedback_report import FeedbackReport
+
+        report = FeedbackReport.measure(grading)
     grading.close()
+    document = None
     if grading.settings.results is not None:
-        grading.write_results(grading.settings.results)
+        document = grading.write_results(grading.settings.results)
+    if grading.settings.classroom is not None:
+        grading.write_classroom(grading.settings.classroom)
+    if report is not None and html is not None:
+        report.write(html, document if document is not None else grading.results_document())
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
@@ -259,6 +288,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         terminalreporter.write_line(line)
     if grading.settings.results is not None:
         terminalreporter.write_line(f"results written to {grading.settings.results}")
+    if grading.settings.html is not None:
+        terminalreporter.write_line(f"feedback report written to {grading.settings.html}")
 
 
 class JsonReportMetadata:

@@ -110,17 +110,24 @@ def fallback_results(scores: Sequence[TestScore], reason: str) -> dict[str, Any]
 
 
 def write_results(path: Path, document: Mapping[str, Any],
-                  scores: Sequence[TestScore] = ()) -> None:
-    """Validate and write ``document``; an invalid one is replaced by the fallback."""
+                  scores: Sequence[TestScore] = ()) -> Mapping[str, Any]:
+    """Validate and write ``document``; an invalid one is replaced by the fallback.
+    Returns the document written."""
     problems = gradescope_problems(document)
     if problems:
         document = fallback_results(scores, "invalid results: " + "; ".join(problems[:3]))
     write_json_atomically(path, document)
+    return document
 
 
 def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:
     """Write ``document`` to ``path`` through a temp file and ``os.replace``; no NaN allowed."""
     text = json.dumps(document, indent=2, allow_nan=False, sort_keys=False) + "\n"
+    write_text_atomically(path, text)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temp file and ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -164,3 +171,16 @@ def score_table(scores: Sequence[TestScore]) -> list[str]:
     earned, maximum = total(scores)
     lines.append(f"TOTAL {rounded(earned):.2f} / {rounded(maximum):.2f}")
     return lines
+
+
+def read_valid_results(path: Path) -> dict[str, Any] | None:
+    """A results.json that is strict JSON and valid Gradescope output, else None."""
+    def reject(constant: str) -> None:
+        raise ValueError(constant)
+
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"), parse_constant=reject)
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) and not gradescope_problems(document) \
+        else None

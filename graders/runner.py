@@ -120,7 +120,7 @@ class StudentRunner:
         self.sandbox = sandbox
         self._owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="serving-grader-")) if root is None else root
-        self._runtime = cached_runtime()
+        self._runtime = cached_runtime(self.root)
         self._python = worker_python() if sandbox else WorkerPython(Path(sys.executable))
         self._token = secrets.token_hex(16)
         self._box = self.root / "box"

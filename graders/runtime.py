@@ -121,18 +121,19 @@ def _is_trusted(folder: Path) -> bool:
     return built == _manifest(folder)
 
 
-def cached_runtime() -> Path:
+def cached_runtime(private_parent: Path) -> Path:
     """The runtime folder for this Python and these packages, built once and then reused.
 
     It lives in the temp folder, owned by this user and read-only to others; it is built
-    in a private folder and renamed into place, so a half-built one is never used.
+    in a private folder and renamed into place, so a half-built one is never used. When
+    the shared folder has been tampered with (or belongs to someone else), a private one
+    is built in ``private_parent`` instead, which its owner removes after the run.
     """
     folder = Path(tempfile.gettempdir()) / f"serving-grader-runtime-{os.geteuid()}-{_runtime_key()}"
     if _is_trusted(folder):
         return folder
     if os.path.lexists(folder):  # tampered or foreign: build a private one for this run
-        folder = Path(tempfile.mkdtemp(prefix=f".{folder.name}.private.", dir=folder.parent))
-        folder.rmdir()
+        folder = private_parent / "runtime"
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         prepare_runtime(staging)

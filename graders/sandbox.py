@@ -61,12 +61,17 @@ def running_as_root() -> bool:
 def protected_folders() -> list[Path]:
     """The grader's own folders: the reference, the grader with its suite, and the project
     checkout they were installed from (if any)."""
-    import graders
-    import reference
+    import importlib.util
 
-    folders = [Path(reference.__file__).parent, Path(graders.__file__).parent]
-    checkout = folders[1].parent
-    if (checkout / "pyproject.toml").is_file() and (checkout / "reference").is_dir():
+    import graders
+
+    package = Path(graders.__file__).parent
+    folders = [package]
+    spec = importlib.util.find_spec("reference")
+    if spec is not None and spec.origin is not None:  # absent from the student bundle
+        folders.insert(0, Path(spec.origin).parent)
+    checkout = package.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "tracks").is_dir():
         folders.append(checkout)
     return folders
 

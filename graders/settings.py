@@ -46,6 +46,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def flag_value(flag: str, text: str, parse: Callable[[str], Any]) -> Any:
+    """``parse(text)`` for a command-line flag; a SettingsError naming the flag if it fails."""
+    from graders.errors import SettingsError
+
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as error:
+        raise SettingsError(f"{flag} {error}") from None
+
+
 @dataclass(frozen=True)
 class Option:
     """One setting: its flag, ini key, parser, default and the help both share."""
@@ -69,8 +79,9 @@ OPTIONS: tuple[Option, ...] = (
            "write a Gradescope results.json to this path", "PATH"),
     Option("tracks", "--grader-tracks", str, None,
            "folder of track TOML files (default: the tracks/ folder of the grader)", "DIR"),
-    Option("max_score", "--grader-max-score", positive_float, 100.0,
-           "total points of the suite; marker points are scaled to it (default 100)", "POINTS"),
+    Option("max_score", "--grader-max-score", positive_float, None,
+           "total points of the suite; marker points are scaled to it (default 100, or the "
+           "visible points a student bundle's golden file records)", "POINTS"),
     Option("rel_tol", "--grader-rel-tol", non_negative_float, DEFAULT_REL_TOL,
            f"relative tolerance for real numbers (default {DEFAULT_REL_TOL:g})", "REL"),
     Option("abs_tol", "--grader-abs-tol", non_negative_float, DEFAULT_ABS_TOL,
@@ -82,6 +93,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("sandbox_user", "--grader-sandbox-user", str, DEFAULT_SANDBOX_USER,
            "when run as root, the unprivileged user the student's code runs as, created "
            f"if missing (default {DEFAULT_SANDBOX_USER})", "NAME"),
+    Option("golden", "--grader-golden", str, None,
+           "expected values from this golden file instead of the reference (default: the "
+           "reference when installed, else the golden.json of a student bundle)", "PATH"),
+    Option("classroom", "--grader-classroom", str, None,
+           "write the scores for GitHub Classroom's grading reporter to this path", "PATH"),
+    Option("submission_metadata", "--grader-submission-metadata", str, None,
+           "Gradescope's submission_metadata.json: its submission id goes into the results' "
+           "extra_data (ignored when the file is absent)", "PATH"),
+    Option("html", "--grader-html", str, None,
+           "write a self-contained HTML feedback report (scores, feedback, and plots of the "
+           "student's curves against the reference; needs the report extra) to this path",
+           "PATH"),
 )
 
 
@@ -92,11 +115,15 @@ class Settings:
     student: Path | None
     results: Path | None
     tracks: Path | None
-    max_score: float
+    max_score: float | None
     tolerance: Tolerance
     limits: Limits
     examples: int
     sandbox_user: str
+    golden: Path | None = None
+    classroom: Path | None = None
+    submission_metadata: Path | None = None
+    html: Path | None = None
 
     @property
     def grading(self) -> bool:
@@ -124,4 +151,8 @@ def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Sett
         limits=Limits(call_timeout_s=raw["timeout"][0]),
         examples=raw["examples"][0],
         sandbox_user=raw["sandbox_user"][0],
+        golden=path("golden"),
+        classroom=path("classroom"),
+        submission_metadata=path("submission_metadata"),
+        html=path("html"),
     )

@@ -15,8 +15,8 @@ from typing import Any
 
 from graders.errors import TrackError
 from graders.tracks import DEFAULT_KEYS, TRACK_ID_PATTERN, TRACK_ID_RULE, load_track_text
+from graders.units import ureg
 from reference.profile import DEFAULT_FIELDS
-from reference.units import ureg
 
 INSTALL_HINT = "pip install 'serving-lab-grader[mlsysim]'"
 

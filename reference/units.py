@@ -1,15 +1,7 @@
-"""The one shared pint registry of the project.
-
-It defines ``param`` as a count, and ``Gbps`` as gigabits per second (pint alone
-reads ``Gbps`` ambiguously, as gigabaud or giga-point-seconds).
-"""
+"""The shared pint registry, as the reference sees it (defined in :mod:`graders.units`)."""
 
 from __future__ import annotations
 
-import pint
+from graders.units import Q_, ureg
 
-ureg: pint.UnitRegistry[float] = pint.UnitRegistry()
-ureg.define("param = 1 * count")
-ureg.define("Gbps = gigabit / second")
-
-Q_ = ureg.Quantity
+__all__ = ["Q_", "ureg"]

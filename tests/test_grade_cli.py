@@ -17,14 +17,22 @@ CORRECT = CORPUS / "correct" / "serving.py"
 GRADERS_SCRIPT = Path(sys.executable).with_name("graders")
 
 
-def graders(*args: str | Path, script: bool = False,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in a fresh process: ``python -m graders`` or the console script."""
+def graders(*args: str | Path, script: bool = False, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in a fresh process: ``python -m graders`` or the console script.
+
+    ``env`` adds to (or, with empty values, removes from) the inherited environment.
+    """
     command = [str(GRADERS_SCRIPT)] if script else [sys.executable, "-m", "graders"]
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PYTEST_", "COV_"))}
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("PYTEST_", "COV_"))}
+    for key, value in (env or {}).items():
+        if value:
+            environment[key] = value
+        else:
+            environment.pop(key, None)
     return subprocess.run([*command, *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300, check=False)
+                          cwd=cwd, env=environment, timeout=300, check=False)
 
 
 def load(path: Path) -> Any:

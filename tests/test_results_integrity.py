@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from graders import grade_cli
+from graders.cli import build_parser
 from graders.reports import fallback_results, gradescope_problems, gradescope_results, write_results
 from graders.runner import StudentRunner
 from graders.scoring import TestScore
@@ -84,8 +85,7 @@ def test_the_fallback_keeps_every_known_test_at_zero() -> None:
 
 
 def grade_args(results: Path) -> argparse.Namespace:
-    return argparse.Namespace(submission=str(CORRECT), results=str(results), tracks=None,
-                              max_score=None, json_report=None, quiet=True)
+    return build_parser().parse_args(["grade", str(CORRECT), "--results", str(results), "-q"])
 
 
 def test_a_grader_crash_still_leaves_a_valid_results_file(

@@ -661,11 +661,30 @@ def test_a_tampered_runtime_cache_is_never_used(tmp_path: Path,
     from graders import runtime
 
     monkeypatch.setattr(runtime.tempfile, "tempdir", str(tmp_path))
-    built = runtime.cached_runtime()
-    assert runtime.cached_runtime() == built
+    run_folder = tmp_path / "run"
+    run_folder.mkdir()
+    built = runtime.cached_runtime(run_folder)
+    assert runtime.cached_runtime(run_folder) == built
+    assert built.parent == tmp_path
     (built / "pint" / "__init__.py").chmod(0o644)
     with open(built / "pint" / "__init__.py", "a", encoding="utf-8") as handle:
         handle.write("\nraise SystemExit('tampered')\n")
-    replacement = runtime.cached_runtime()
-    assert replacement != built
+    replacement = runtime.cached_runtime(run_folder)
+    assert replacement == run_folder / "runtime"  # private to the run, removed with it
     assert b"tampered" not in (replacement / "pint" / "__init__.py").read_bytes()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no leftovers"
+
+
+def test_a_runner_removes_its_private_runtime_when_the_cache_is_tampered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graders import runtime
+
+    monkeypatch.setattr(runtime.tempfile, "tempdir", str(tmp_path))
+    shared = runtime.cached_runtime(tmp_path)
+    (shared / "pint" / "__init__.py").chmod(0o644)
+    (shared / "pint" / "__init__.py").write_text("raise SystemExit('tampered')\n")
+    with StudentRunner(source("def add(a, b):\n    return a + b\n")) as runner:
+        assert runner.call("add", [1, 2]).value == 3
+        private_root = runner.root
+        assert (private_root / "runtime" / "pint").is_dir()
+    assert not private_root.exists()

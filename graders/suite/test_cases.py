@@ -26,22 +26,10 @@ def test_erlang_c(grading: Grading) -> None:
     grading.check(cases.erlang_c_cases())
 
 
-@grader(points=3, function="erlang_c", visibility="after_due_date")
-def test_erlang_c_large_fleet(grading: Grading) -> None:
-    """erlang_c stays accurate on fleets of 170 to 10,000 replicas"""
-    grading.check(c for c in cases.large_fleet_cases() if c.function == "erlang_c")
-
-
 @grader(points=12, function="queueing_latency")
 def test_queueing_latency(grading: Grading, track: Track) -> None:
     """queueing_latency matches the reference from light load to past saturation"""
     grading.check(cases.queueing_cases(track))
-
-
-@grader(points=2, function="queueing_latency", visibility="after_due_date")
-def test_queueing_latency_large_fleet(grading: Grading) -> None:
-    """queueing_latency stays accurate on fleets of 170 to 10,000 replicas"""
-    grading.check(c for c in cases.large_fleet_cases() if c.function == "queueing_latency")
 
 
 @grader(points=10, function="batching_tax")

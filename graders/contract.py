@@ -1,0 +1,51 @@
+"""The student contract as the graders read it: result fields by function (lab spec section 1).
+
+This is data, not the reference: the student bundle carries it without ``reference/``.
+A test checks that the reference's result types have exactly these fields, in this order.
+"""
+
+from __future__ import annotations
+
+QUEUEING_FIELDS = (
+    "arrival_qps", "service_ms", "replicas", "utilization", "stable", "mean_latency_ms",
+    "p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "p999_latency_ms", "slo_ms",
+    "slo_ok", "queue_wait_probability", "queue_amplifier",
+)
+BATCHING_TAX_FIELDS = (
+    "batch_size", "arrival_qps", "formation_delay_ms", "batched_service_ms", "queue_p99_ms",
+    "total_p99_ms", "formation_slo_pct", "throughput_gain", "effective_batch_qps",
+    "utilization", "slo_ok",
+)
+CACHE_CAPACITY_FIELDS = (
+    "total_memory_gb", "weight_gb", "state_per_request_gb", "available_gb", "max_concurrent",
+    "oom", "state_kind", "context_tokens",
+)
+COLD_START_FIELDS = (
+    "model_weight_gb", "storage_bandwidth_gbs", "interconnect_bandwidth_gbs",
+    "effective_bandwidth_gbs", "read_ms", "deserialize_ms", "runtime_init_ms", "warmup_ms",
+    "cold_start_ms", "exposed_first_request_ms", "protected_fraction", "exceeds_slo",
+)
+PROFILE_FIELDS = (
+    "track_id", "label", "hardware_ref", "model_ref", "hardware_name", "model_name",
+    "model_params_b", "memory_capacity_gb", "memory_bandwidth_gbs", "storage_bandwidth_gbs",
+    "interconnect_bandwidth_gbs", "tdp_w", "battery_wh", "arrival_qps", "service_ms",
+    "replicas", "slo_ms", "service_cv", "batch_size", "batch_efficiency_gain",
+    "context_tokens", "state_kind", "state_mb_per_request", "precision_bytes",
+    "kv_precision_bytes", "default_devices_per_replica", "deserialize_gbs", "runtime_init_ms",
+    "warmup_ms", "warm_pool_replicas", "scale_out_replicas", "validation_tests",
+    "serving_policy", "primary_metric", "guardrail_metric", "source_refs",
+)
+
+#: Result fields the graders read, by contract function (None: a plain value).
+RESULT_FIELDS: dict[str, tuple[str, ...] | None] = {
+    "serve": ("total_ms", "throughput_rps", "passes"),
+    "erlang_c": ("wait_rate_per_s", "wait_probability"),
+    "queueing_latency": QUEUEING_FIELDS,
+    "batching_tax": BATCHING_TAX_FIELDS,
+    "transformer_state_gb": None,
+    "cache_capacity": CACHE_CAPACITY_FIELDS,
+    "cold_start_latency": COLD_START_FIELDS,
+    "quantity_to_float": None,
+    "serving_track_profile": PROFILE_FIELDS,
+}
+CONTRACT_FUNCTIONS = tuple(RESULT_FIELDS)

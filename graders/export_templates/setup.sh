@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder image.
+# It installs the serving-lab grader into its own virtual environment, then grades the
+# unimplemented template once to prove the installation works.
+set -euo pipefail
+ROOT="${SERVING_GRADER_AUTOGRADER_ROOT:-/autograder}"
+SOURCE="$ROOT/source"
+VENV="$ROOT/venv"
+
+usable() {  # a Python 3.11+ with venv and pip
+    "$1" -c 'import ensurepip, sys, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+}
+PYTHON=""
+for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && usable "$candidate"; then
+        PYTHON="$candidate"
+        break
+    fi
+done
+if [ -z "$PYTHON" ]; then
+    echo "setup.sh: no Python 3.11+ with venv; installing python3.11 from apt"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11 python3.11-venv
+    PYTHON=python3.11
+fi
+
+"$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$SOURCE"
+# the grader's sources (reference and hidden cases included) are root's alone
+chmod -R go-rwx "$SOURCE"
+
+smoke="$(mktemp -d)"
+"$VENV/bin/graders" grade "$SOURCE/student_template/serving.py" --tracks "$SOURCE/tracks" \
+    --results "$smoke/results.json" -q >/dev/null
+rm -rf "$smoke"
+echo "setup.sh: the serving-lab grader is installed in $VENV ($("$PYTHON" --version))"

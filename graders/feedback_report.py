@@ -1,0 +1,84 @@
+"""The HTML feedback report of one grading run: measure the curves, draw them, write the page.
+
+The curves are measured while the student's worker still runs (before the session
+closes); the page is written after ``results.json``, from the same results document.
+A failure here never costs the results: the page then says what went wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graders.curve_data import MeasuredSweep, measure
+from graders.curves import track_sweeps
+from graders.html_report import PlotView, build_page
+from graders.reports import write_text_atomically
+
+if TYPE_CHECKING:
+    from graders.session import GradingSession
+
+
+@dataclass(frozen=True)
+class FeedbackReport:
+    """The measured curves of one run, by track (or why they could not be measured)."""
+
+    track_labels: Mapping[str, str]
+    measured: tuple[MeasuredSweep, ...]
+    error: str | None = None
+
+    @classmethod
+    def measure(cls, session: GradingSession) -> FeedbackReport:
+        """Measure every track's curves against the session's student and oracle."""
+        labels = {track.track_id: track.label for track in session.tracks}
+        runner = session.runner
+        try:
+            sweeps = [sweep for track in session.tracks for sweep in track_sweeps(track)]
+            measured = measure(sweeps, lambda case: runner.call(
+                case.function, case.args, case.kwargs, case.fields), session.expected)
+        except Exception as error:  # the grader's own failure: report it, keep grading
+            return cls(labels, (), f"the curves could not be measured: "
+                                   f"{type(error).__name__}: {error}")
+        return cls(labels, tuple(measured))
+
+    def views(self) -> list[PlotView]:
+        """One view per track and plotted function, with its figure drawn."""
+        from graders.report_plots import figure_uri
+
+        groups: dict[tuple[str, str], list[MeasuredSweep]] = {}
+        for item in self.measured:  # in track order, then function order
+            groups.setdefault((item.sweep.track_id, item.sweep.function), []).append(item)
+        views = []
+        for (track_id, function), sweeps in groups.items():
+            plotted = [m for m in sweeps if m.plotted]
+            views.append(PlotView(
+                track_id=track_id, track_label=self.track_labels.get(track_id, track_id),
+                function=function, image=figure_uri(plotted) if plotted else None,
+                messages=_unique(m.message for m in sweeps if m.message),
+                notes=_unique(note for m in plotted for note in m.notes),
+                violations=_unique(f"{m.sweep.x_label} = {m.sweep.xs[v.index]:g}: {v.rule}"
+                                   for m in plotted for v in m.violations)))
+        return views
+
+    def page(self, document: Mapping[str, Any]) -> str:
+        """The page; if the plots fail, the page without them and the reason."""
+        try:
+            views = self.views()
+            error = self.error
+        except Exception as failure:  # the grader's own failure: the scores still show
+            views, error = [], f"the plots could not be drawn: {type(failure).__name__}: " \
+                               f"{failure}"
+        if error is not None:
+            output = f"{document.get('output', '')}\n(feedback report: {error})".strip()
+            document = {**document, "output": output}
+        return build_page(document, views)
+
+    def write(self, path: Path, document: Mapping[str, Any]) -> None:
+        """Write the page to ``path`` atomically."""
+        write_text_atomically(path, self.page(document))
+
+
+def _unique(items: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(str(item) for item in items))

@@ -1,0 +1,239 @@
+"""``graders regrade SUBMISSIONS --out DIR``: grade a whole class in parallel, resumably,
+and report on it.
+
+Each submission is graded by its own ``graders grade`` subprocess in a job slot (see
+:mod:`graders.job_slots`), bounded by ``--timeout``. Submissions already graded from the
+same ``serving.py`` by the same grader are skipped unless ``--force``. Outputs, in DIR:
+``submissions/<id>/results.json`` (with meta.json and grade.log), ``grades.csv``, and the
+class report ``report.md``, ``report.json`` and ``histogram.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import csv
+import io
+import math
+import os
+import queue
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+
+from graders.class_report import GradedSubmission, class_report, grade_table, markdown
+from graders.class_roster import ClassSubmission, discover, submission_file
+from graders.errors import SettingsError, SubmissionError
+from graders.job_slots import Slot, claim_slots, release_slots
+from graders.progress import Progress
+from graders.regrade_job import JobContext, run_job
+from graders.regrade_state import (
+    RESULTS_NAME,
+    JobRecord,
+    grader_fingerprint,
+    read_record,
+    sha256,
+    up_to_date,
+)
+from graders.reports import read_valid_results, write_json_atomically
+from graders.runner import Limits
+from graders.settings import flag_value, positive_float
+from graders.submission import read_submission
+
+#: Seconds one submission may take in all: the runner's bound on a submission that hangs
+#: everywhere, plus a generous allowance for the rest of its grading on a busy machine.
+DEFAULT_TIMEOUT_S = float(math.ceil(Limits().worst_case_s + 120))
+INTERRUPTED = 130
+
+
+def run_regrade(args: argparse.Namespace) -> int:
+    """Grade every submission below ``args.submissions``; 0 when the batch completed."""
+    root, out = Path(args.submissions), Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise SettingsError(f"--out {str(out)!r} is not a folder")
+    if not args.no_histogram:
+        from graders.histogram import check_available
+
+        check_available()
+    options = grade_options(args)
+    submissions, warnings = discover(root, exclude=out)
+    for warning in warnings:
+        sys.stderr.write(f"graders: warning: {warning}\n")
+    if not submissions:
+        raise SubmissionError(f"no submissions in {str(root)!r}: expected a folder per "
+                              "submission (e.g. a Gradescope export) or *.py files")
+    started = time.monotonic()
+    fingerprint = grader_fingerprint(tracks=Path(args.tracks) if args.tracks else None,
+                                     options=options)
+    context = JobContext(out=out, grader_sha256=fingerprint,
+                         timeout_s=args.timeout or DEFAULT_TIMEOUT_S,
+                         grade_options=options)
+    pending = [s for s in submissions
+               if args.force or not _is_up_to_date(s, context)]
+    progress = Progress(len(submissions), sys.stderr, skipped=len(submissions) - len(pending))
+    with _interrupts_as_keyboard_interrupt():
+        try:
+            _grade_all(pending, context, args.jobs, progress)
+        except KeyboardInterrupt:
+            progress.close()
+            sys.stderr.write("graders: regrade interrupted; run the same command again to "
+                             "resume\n")
+            return INTERRUPTED
+    progress.close()
+    entries = [_graded(submission, context) for submission in submissions]
+    written = write_outputs(out, entries, histogram=not args.no_histogram)
+    _summary(entries, len(pending), time.monotonic() - started, written)
+    return 0
+
+
+def grade_options(args: argparse.Namespace) -> list[str]:
+    """The ``graders grade`` options every job shares, validated once up front."""
+    options: list[str] = []
+    if args.tracks:
+        from graders.tracks import load_tracks
+
+        load_tracks(args.tracks)
+        options += ["--tracks", str(Path(args.tracks).resolve())]
+    if args.max_score is not None:
+        flag_value("--max-score", args.max_score, positive_float)
+        options += ["--max-score", args.max_score]
+    return options
+
+
+def _is_up_to_date(submission: ClassSubmission, context: JobContext) -> bool:
+    try:
+        data = read_submission(submission_file(submission))
+    except SubmissionError:
+        return False
+    return up_to_date(context.folder(submission), sha256(data), context.grader_sha256)
+
+
+@contextlib.contextmanager
+def _interrupts_as_keyboard_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C, so that running gradings are killed either way."""
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _grade_all(pending: Sequence[ClassSubmission], context: JobContext, jobs: int,
+               progress: Progress) -> None:
+    """Run ``pending`` in up to ``jobs`` slots, updating ``progress`` as jobs finish."""
+    if not pending:
+        return
+    work = Path(tempfile.mkdtemp(prefix="serving-regrade-"))
+    work.chmod(0o755)  # the sandbox users must reach their slots' boxes
+    slots: list[Slot] = []
+    try:
+        slots = claim_slots(min(jobs, len(pending)), work)
+        free: queue.Queue[Slot] = queue.Queue()
+        for slot in slots:
+            free.put(slot)
+
+        def job(submission: ClassSubmission) -> JobRecord | None:
+            slot = free.get()
+            try:
+                return run_job(submission, slot, context)
+            finally:
+                free.put(slot)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(slots)) as pool:
+            futures = {pool.submit(job, submission): submission for submission in pending}
+            try:
+                _follow(futures, progress)
+            except BaseException:
+                context.stop.set()
+                context.kill_running()
+                for future in futures:
+                    future.cancel()
+                raise
+    finally:
+        release_slots(slots)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _follow(futures: dict[concurrent.futures.Future[JobRecord | None], ClassSubmission],
+            progress: Progress) -> None:
+    waiting = set(futures)
+    while waiting:
+        done, waiting = concurrent.futures.wait(
+            waiting, timeout=1.0, return_when=concurrent.futures.FIRST_COMPLETED)
+        for future in done:
+            try:
+                record = future.result()
+            except Exception as error:  # a bug or a full disk: report it, go on with the rest
+                sys.stderr.write(f"\ngraders: error: regrading {futures[future].id} failed: "
+                                 f"{type(error).__name__}: {error}\n")
+                record = None
+            progress.advance(failed=record is None or record.status != "graded")
+        progress.show()
+
+
+def _graded(submission: ClassSubmission, context: JobContext) -> GradedSubmission:
+    folder = context.folder(submission)
+    record, results = read_record(folder), read_valid_results(folder / RESULTS_NAME)
+    if record is None or results is None:
+        return GradedSubmission(submission.id, submission.submitters, "missing",
+                                "no results: its grading did not finish", {})
+    return GradedSubmission(submission.id, submission.submitters or record.submitters,
+                            record.status, record.reason, results)
+
+
+def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: bool
+                  ) -> list[Path]:
+    """Write grades.csv, report.json, histogram.png and report.md; return their paths."""
+    written = [out / "grades.csv", out / "report.json"]
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(grade_table(entries))
+    _write_text(written[0], buffer.getvalue())
+    report = class_report(entries)
+    write_json_atomically(written[1], report)
+    picture = None
+    if histogram:
+        from graders.histogram import write_histogram
+
+        picture = out / "histogram.png"
+        write_histogram(picture, report["histogram"]["edges"], report["histogram"]["counts"],
+                        title=f"Scores of {report['graded']} graded submissions")
+        written.append(picture)
+    written.append(out / "report.md")
+    _write_text(written[-1], markdown(report, histogram_file=picture.name if picture else None))
+    return written
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+        stream.write(text)
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)
+
+
+def _summary(entries: Sequence[GradedSubmission], regraded: int, elapsed_s: float,
+             written: Sequence[Path]) -> None:
+    failed = [entry for entry in entries if not entry.graded]
+    lines = [f"{len(entries)} submissions: {regraded} processed now, "
+             f"{len(entries) - regraded} up to date, {len(failed)} not graded "
+             f"({elapsed_s:.1f} s)"]
+    lines += [f"  not graded: {entry.id} ({entry.status}): {entry.reason}"
+              for entry in failed[:10]]
+    if len(failed) > 10:
+        lines.append(f"  ... and {len(failed) - 10} more (see report.md)")
+    lines.append("wrote " + ", ".join(str(path) for path in written))
+    sys.stdout.write("\n".join(lines) + "\n")

@@ -1,0 +1,329 @@
+"""``graders export``: the Gradescope zip and the student bundle, by content and end to end.
+
+The end-to-end tests install each export the way its users do: the student bundle with
+``pip install -e .`` in a fresh virtual environment, then plain ``pytest``; the Gradescope
+zip with its own ``setup.sh`` in a temporary root that stands in for ``/autograder``
+(``SERVING_GRADER_AUTOGRADER_ROOT``), then ``run_autograder`` on a correct, a buggy and
+two hostile submissions.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tomllib
+import venv
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_grade_cli import CORPUS, assert_usage_error, graders, load
+
+from graders.cases import visible_cases
+from graders.curves import curve_cases
+from graders.export import SuiteTest, export_student, suite_tests, visible_share
+from graders.reports import gradescope_problems
+from graders.scoring import GraderMark
+from graders.tracks import default_tracks_dir, load_tracks
+
+REPO = Path(__file__).resolve().parent.parent
+ADVERSARIAL = REPO / "tests" / "adversarial"
+TEMPLATE = REPO / "student_template" / "serving.py"
+#: A buggy submission and tests/test_corpus.py's exact score for it.
+BUGGY, BUGGY_SCORE = "slo_ok_uses_mean", 96.733333
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("export") / "serving-lab"
+    run = graders("export", "student", target)
+    assert run.returncode == 0, run.stderr
+    assert "wrote the student bundle to" in run.stdout
+    return target
+
+
+@pytest.fixture(scope="module")
+def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("export") / "autograder.zip"
+    run = graders("export", "gradescope", target)
+    assert run.returncode == 0, run.stderr
+    return target
+
+
+def bundle_files(bundle: Path) -> list[str]:
+    return sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
+
+
+def normalized(text: str) -> str:
+    return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def reference_bodies() -> dict[str, str]:
+    """Every function body of reference/ (docstring left out), whitespace-normalized."""
+    bodies = {}
+    for path in sorted((REPO / "reference").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            if not body:
+                continue
+            lines = source.splitlines()[body[0].lineno - 1:body[-1].end_lineno]
+            bodies[f"{path.stem}.{node.name}"] = normalized("\n".join(lines))
+    return bodies
+
+
+# --- the student bundle: its contents --------------------------------------------------------
+
+
+def test_the_bundle_holds_the_template_plugin_tracks_golden_file_and_readme(
+        bundle: Path) -> None:
+    files = bundle_files(bundle)
+    for name in ("serving.py", "README.md", "pyproject.toml", ".gitignore",
+                 ".github/workflows/classroom.yml", "graders/golden.json", "graders/plugin.py",
+                 "graders/suite/test_cases.py", "graders/suite/test_invariants.py",
+                 "graders/worker_main.py"):
+        assert name in files, name
+    assert [f for f in files if f.startswith("tracks/")] == [
+        f"tracks/{p.name}" for p in sorted(default_tracks_dir().glob("*.toml"))]
+    assert (bundle / "serving.py").read_bytes() == TEMPLATE.read_bytes()
+
+
+def test_the_bundle_has_no_reference_file_and_no_hidden_test(bundle: Path) -> None:
+    files = bundle_files(bundle)
+    assert not [f for f in files if f.startswith("reference/") or "/reference/" in f]
+    assert not [f for f in files if Path(f).name.startswith("test_hidden")]
+    assert "graders/export.py" not in files
+    assert "graders/trackgen.py" not in files
+    text = "\n".join((bundle / f).read_text(encoding="utf-8") for f in files)
+    for hidden in ("large_fleet", "LARGE_FLEETS", "test_hidden_cases"):
+        assert hidden not in text, hidden
+
+
+def test_the_bundle_holds_no_function_body_of_the_reference(bundle: Path) -> None:
+    bodies = reference_bodies()
+    for name in ("batching.serve", "queueing.erlang_c", "queueing.queueing_latency",
+                 "capacity.cache_capacity", "coldstart.cold_start_latency",
+                 "profile.serving_track_profile"):
+        assert len(bodies[name]) >= 30, name
+    # the check can fail: every body is found in the reference's own files
+    own = "\n".join(normalized(p.read_text(encoding="utf-8"))
+                    for p in (REPO / "reference").glob("*.py"))
+    assert all(body in own for body in bodies.values())
+    texts = {f: normalized((bundle / f).read_text(encoding="utf-8"))
+             for f in bundle_files(bundle)}
+    leaked = [(name, f) for name, body in bodies.items() for f, text in texts.items()
+              if len(body) >= 30 and body in text]
+    assert not leaked
+
+
+def test_the_golden_file_covers_exactly_the_visible_and_curve_cases(bundle: Path) -> None:
+    golden = json.loads((bundle / "graders" / "golden.json").read_text(encoding="utf-8"))
+    tracks = load_tracks(default_tracks_dir())
+    expected_keys = {case.key for case in visible_cases(tracks)}
+    expected_keys |= {case.key for track in tracks for case in curve_cases(track)}
+    assert set(golden["cases"]) == expected_keys
+    assert set(golden["tracks"]) == {track.track_id for track in tracks}
+    assert golden["visible_max_score"] == 95.0
+
+
+def test_the_bundle_pyproject_installs_the_plugin_without_the_reference(bundle: Path) -> None:
+    project = tomllib.loads((bundle / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["tool"]["setuptools"]["packages"] == ["graders", "graders.suite"]
+    assert "golden.json" in project["tool"]["setuptools"]["package-data"]["graders"]
+    assert project["project"]["entry-points"]["pytest11"] == {
+        "serving_grader": "graders.plugin"}
+    assert project["tool"]["pytest"]["ini_options"]["grader_student"] == "serving.py"
+    ours = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["project"]["dependencies"] == ours["dependencies"]
+
+
+def test_the_student_readme_states_the_visible_points(bundle: Path) -> None:
+    readme = (bundle / "README.md").read_text(encoding="utf-8")
+    assert "95 of the assignment's\n100 points" in readme
+    assert "$" + "visible_max" not in readme
+
+
+def test_export_student_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine", encoding="utf-8")
+    assert_usage_error(graders("export", "student", tmp_path), "is not an empty folder")
+    assert (tmp_path / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_export_student_into_an_empty_folder_works(tmp_path: Path) -> None:
+    names = export_student(tmp_path)
+    assert "serving.py" in names
+    assert (tmp_path / "graders" / "golden.json").is_file()
+
+
+def test_a_hidden_test_outside_a_hidden_module_stops_the_export() -> None:
+    tests = [SuiteTest("test_cases", "test_secret",
+                       GraderMark(points=2, function="serve", visibility="after_due_date"))]
+    with pytest.raises(Exception, match=r"test_cases.test_secret is not visible but lives "
+                                        r"outside a test_hidden\*.py module"):
+        visible_share(tests, 100.0)
+
+
+def test_the_visible_share_counts_the_markers_points() -> None:
+    tests = suite_tests()
+    assert {t.module for t in tests if t.mark.visibility != "visible"} == {"test_hidden_cases"}
+    assert visible_share(tests, 100.0) == 95.0
+    assert visible_share(tests, 40.0) == 38.0
+
+
+# --- the Gradescope zip: its contents --------------------------------------------------------
+
+
+def test_the_zip_has_setup_and_run_autograder_at_its_root_executable(
+        autograder_zip: Path) -> None:
+    with zipfile.ZipFile(autograder_zip) as archive:
+        infos = {info.filename: info for info in archive.infolist()}
+    for name in ("setup.sh", "run_autograder"):
+        mode = infos[name].external_attr >> 16
+        assert stat.S_ISREG(mode), name
+        assert mode & 0o111 == 0o111, name
+    names = set(infos)
+    for name in ("pyproject.toml", "README.md", "reference/queueing.py",
+                 "graders/plugin.py", "graders/suite/test_hidden_cases.py",
+                 "graders/worker_main.py", "tracks/iphone.toml", "student_template/serving.py"):
+        assert name in names, name
+    assert not [n for n in names if n.startswith(("tests/", "bench/", ".ci/", ".git"))]
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_export_gradescope_refuses_a_target_that_is_not_a_zip(tmp_path: Path) -> None:
+    assert_usage_error(graders("export", "gradescope", tmp_path / "autograder.tar"),
+                       "must be a .zip file")
+
+
+# --- end to end --------------------------------------------------------------------------
+
+
+def fresh_venv(folder: Path) -> Path:
+    """A new virtual environment (with pip) from this interpreter; returns its python."""
+    venv.EnvBuilder(with_pip=True, clear=True).create(folder)
+    return folder / "bin" / "python"
+
+
+def run(command: list[str | Path], cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    environment.pop("VIRTUAL_ENV", None)
+    environment.update(env or {})
+    return subprocess.run([str(c) for c in command], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.mark.slow
+def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    shutil.copytree(bundle, clone)
+    python = fresh_venv(tmp_path / "venv")
+    install = run([python, "-m", "pip", "install", "--quiet", "-e", "."], cwd=clone)
+    assert install.returncode == 0, install.stderr
+    no_reference = run([python, "-c", "import reference"], cwd=tmp_path)
+    assert no_reference.returncode == 1
+    assert "No module named 'reference'" in no_reference.stderr
+
+    pytest_bin = python.with_name("pytest")
+    template = run([pytest_bin, "--grader-results", "template.json"], cwd=clone)
+    assert template.returncode == 1, template.stdout
+    assert "TOTAL 0.00 / 95.00" in template.stdout
+    assert "INTERNALERROR" not in template.stdout + template.stderr
+    assert load(clone / "template.json")["score"] == 0.0
+
+    shutil.copyfile(CORPUS / "correct" / "serving.py", clone / "serving.py")
+    correct = run([pytest_bin, "--grader-results", "correct.json"], cwd=clone)
+    assert correct.returncode == 0, correct.stdout
+    assert "TOTAL 95.00 / 95.00" in correct.stdout
+    results = load(clone / "correct.json")
+    assert results["score"] == 95.0
+    assert len(results["tests"]) == 46
+    assert all(t["score"] == t["max_score"] for t in results["tests"])
+
+    shutil.copyfile(CORPUS / BUGGY / "serving.py", clone / "serving.py")
+    graded = run([python.with_name("graders"), "grade", "serving.py", "--results",
+                  "buggy.json", "-q"], cwd=clone)
+    assert graded.returncode == 0, graded.stderr
+    by_reference = tmp_path / "by_reference.json"
+    assert graders("grade", CORPUS / BUGGY, "--results", by_reference).returncode == 0
+    visible = {t["name"]: t["score"] for t in load(by_reference)["tests"]
+               if t["visibility"] == "visible"}
+    assert {t["name"]: t["score"] for t in load(clone / "buggy.json")["tests"]} == visible
+    assert load(clone / "buggy.json")["score"] == pytest.approx(sum(visible.values()), abs=1e-5)
+    assert load(clone / "buggy.json")["score"] < 95.0
+
+
+def gradescope_root(autograder_zip: Path, root: Path) -> Path:
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(root / "source")
+    for name in ("setup.sh", "run_autograder"):  # zipfile does not restore modes
+        (root / "source" / name).chmod(0o755)
+    return root
+
+
+def run_autograder(root: Path, submission: Path, submission_id: int) -> dict[str, Any]:
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    shutil.copytree(submission, root / "submission")
+    for bundled in (root / "submission").glob("*.bundled"):
+        bundled.rename(bundled.with_suffix(""))
+    (root / "submission_metadata.json").write_text(
+        json.dumps({"id": submission_id, "assignment": {"id": 7}}), encoding="utf-8")
+    (root / "results" / "results.json").unlink(missing_ok=True)
+    done = run(["bash", root / "source" / "run_autograder"], cwd=root,
+               env={"SERVING_GRADER_AUTOGRADER_ROOT": str(root)})
+    assert done.returncode == 0, done.stderr
+    document: dict[str, Any] = load(root / "results" / "results.json")
+    assert gradescope_problems(document) == []
+    assert document["extra_data"]["submission_id"] == submission_id
+    return document
+
+
+@pytest.mark.slow
+def test_the_gradescope_zip_sets_up_and_grades_in_an_autograder_root(
+        autograder_zip: Path, tmp_path: Path) -> None:
+    root = gradescope_root(autograder_zip, tmp_path / "autograder")
+    setup = run(["bash", root / "source" / "setup.sh"], cwd=root / "source",
+                env={"SERVING_GRADER_AUTOGRADER_ROOT": str(root)}, timeout=900)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    assert "the serving-lab grader is installed in" in setup.stdout
+    assert (root / "venv" / "bin" / "graders").is_file()
+
+    correct = run_autograder(root, CORPUS / "correct", 1001)
+    assert correct["score"] == 100.0
+    assert len(correct["tests"]) == 48
+    buggy = run_autograder(root, CORPUS / BUGGY, 1002)
+    assert buggy["score"] == BUGGY_SCORE
+
+    as_root = os.geteuid() == 0
+    stealing = run_autograder(root, ADVERSARIAL / "steal_reference_absolute", 1003)
+    assert stealing["score"] == (88.0 if as_root else 100.0)
+    serve_tests = [t for t in stealing["tests"] if t["tags"][0] == "serve"]
+    assert serve_tests
+    assert all(t["score"] == 0 for t in serve_tests) == as_root
+    forging = run_autograder(root, ADVERSARIAL / "forge_results_then_exit", 1004)
+    assert forging["score"] == 0.0
+    assert len(forging["tests"]) == 48
+    assert "the worker exited with code 0" in forging["output"]
+
+
+@pytest.mark.slow
+def test_run_autograder_without_setup_still_writes_results(autograder_zip: Path,
+                                                           tmp_path: Path) -> None:
+    root = gradescope_root(autograder_zip, tmp_path / "autograder")
+    shutil.copytree(CORPUS / "correct", root / "submission")
+    done = run(["bash", root / "source" / "run_autograder"], cwd=root,
+               env={"SERVING_GRADER_AUTOGRADER_ROOT": str(root)})
+    assert done.returncode == 1
+    document = load(root / "results" / "results.json")
+    assert document["score"] == 0
+    assert "setup.sh did not complete" in document["output"]
+
