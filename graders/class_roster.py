@@ -9,19 +9,14 @@ when it cannot be read, the folder names are the only ids and a warning says why
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from graders.errors import SubmissionError
-from graders.submission import SUBMISSION_NAME
+from graders.submission import SKIPPED_FOLDERS, locate_submission
 
 METADATA_NAME = "submission_metadata.yml"
-#: Folders of an export that are never submissions (macOS zip residue, hidden folders).
-_SKIPPED = ("__MACOSX",)
-#: How deep below a submission folder ``serving.py`` is looked for.
-_SEARCH_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -63,7 +58,8 @@ def discover(root: Path, *, exclude: Path | None = None
     excluded = exclude.resolve() if exclude is not None else None
     found: dict[str, ClassSubmission] = {}
     for entry in sorted(root.iterdir()):
-        if entry.name.startswith(".") or entry.name in _SKIPPED or entry.resolve() == excluded:
+        if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS \
+                or entry.resolve() == excluded:
             continue
         if entry.suffix == ".py" and not entry.is_dir():
             ident = entry.stem
@@ -83,27 +79,8 @@ def discover(root: Path, *, exclude: Path | None = None
 
 
 def submission_file(submission: ClassSubmission) -> Path:
-    """The ``serving.py`` of a submission: the file itself, the one at the top of its
-    folder, or the only one in its subfolders (students often zip a folder)."""
-    path = submission.path
-    if not path.is_dir() or path.is_symlink():
-        return path
-    if os.path.lexists(path / SUBMISSION_NAME):
-        return path / SUBMISSION_NAME
-    candidates = []
-    for folder, subfolders, files in os.walk(path):  # never follows links
-        depth = len(Path(folder).relative_to(path).parts)
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith(".")
-                               and name not in _SKIPPED and depth < _SEARCH_DEPTH)
-        if SUBMISSION_NAME in files:
-            candidates.append(Path(folder) / SUBMISSION_NAME)
-    if len(candidates) == 1:
-        return candidates[0]
-    if not candidates:
-        raise SubmissionError(f"no {SUBMISSION_NAME} in the submission folder")
-    listed = ", ".join(str(c.relative_to(path)) for c in candidates[:3])
-    raise SubmissionError(f"{len(candidates)} {SUBMISSION_NAME} files in the submission "
-                          f"folder ({listed}); keep one")
+    """The ``serving.py`` of a submission (see :func:`graders.submission.locate_submission`)."""
+    return locate_submission(submission.path)
 
 
 _TOP_KEY = re.compile(r"^(?P<key>[^\s#][^:]*|'[^']*'|\"[^\"]*\"):\s*$")

@@ -65,11 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     gradescope = export_commands.add_parser(
         "gradescope", help="the Gradescope autograder zip (setup.sh and run_autograder)")
     gradescope.add_argument("target", metavar="OUT.zip", help="the zip file to write")
+    gradescope.add_argument("--max-score", metavar="POINTS", default="100",
+                            help="total points of the assignment (default 100; give the "
+                                 "student bundle the same)")
     student = export_commands.add_parser(
         "student", help="the repository students clone: no reference, no hidden tests")
     student.add_argument("target", metavar="OUT_DIR", help="a new or empty folder")
     student.add_argument("--max-score", metavar="POINTS", default="100",
-                         help="total points of the assignment on Gradescope (default 100)")
+                         help="total points of the assignment on Gradescope (default 100; "
+                              "the same as the Gradescope export's)")
 
     regrade = commands.add_parser(
         "regrade", help="grade a whole class in parallel, resumably, and report on it")
@@ -154,12 +158,12 @@ def _run_export(args: argparse.Namespace) -> int:
     export = importlib.import_module("graders.export")
 
     target = Path(args.target)
+    max_score = flag_value("--max-score", args.max_score, positive_float)
     if args.export_command == "gradescope":
-        names = export.export_gradescope(target)
+        names = export.export_gradescope(target, max_score=max_score)
         print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "
               "Gradescope programming assignment")
         return 0
-    max_score = flag_value("--max-score", args.max_score, positive_float)
     names = export.export_student(target, max_score=max_score)
     print(f"wrote the student bundle to {target} ({len(names)} files); push it as the "
           "starter repository students clone")

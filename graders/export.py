@@ -32,6 +32,8 @@ TEMPLATES = Path(__file__).with_name("export_templates")
 #: Instructor-only parts of the ``graders`` package, left out of the student bundle.
 INSTRUCTOR_ONLY = ("export.py", "export_templates", "trackgen.py")
 EXECUTABLE = 0o755
+#: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
+BUNDLED_NAMES = ("py.typed",)
 
 
 class ExportError(GraderError):
@@ -106,8 +108,9 @@ def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
     yield "student_template/serving.py", root / "student_template" / "serving.py"
 
 
-def export_gradescope(target: Path) -> list[str]:
-    """Write the Gradescope autograder zip to ``target``; return its member names."""
+def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
+    """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``;
+    return its member names."""
     root = project_root()
     suite_tests()  # a suite that does not import must not ship
     if target.suffix != ".zip":
@@ -124,7 +127,10 @@ def export_gradescope(target: Path) -> list[str]:
                 mode = EXECUTABLE if name in ("setup.sh", "run_autograder") else 0o644
                 info.external_attr = (stat.S_IFREG | mode) << 16
                 info.compress_type = zipfile.ZIP_DEFLATED
-                archive.writestr(info, path.read_bytes())
+                data = path.read_bytes()
+                if name == "run_autograder":
+                    data = _with_max_score(data, max_score)
+                archive.writestr(info, data)
                 names.append(name)
         temporary.replace(target)
     finally:
@@ -141,7 +147,8 @@ def student_members(root: Path) -> Iterator[tuple[str, Path]]:
     package = root / "graders"
     for path in _source_files(package):
         relative = path.relative_to(package)
-        if relative.parts[0] in INSTRUCTOR_ONLY or relative.parts[0] == GOLDEN_NAME:
+        if relative.parts[0] in INSTRUCTOR_ONLY or path.name not in BUNDLED_NAMES \
+                and path.suffix != ".py":
             continue
         if relative.parts[0] == "suite" and relative.name.startswith(HIDDEN_PREFIX):
             continue
@@ -164,8 +171,9 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
     tracks = load_tracks(root / "tracks")
     cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
     golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=share)
-    staging = Path(tempfile.mkdtemp(prefix=".student-", dir=target.parent if
-                                    target.parent.exists() else None))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".student-", dir=target.parent))
+    staging.chmod(0o755)
     try:
         written = []
         for name, path in student_members(root):
@@ -188,7 +196,6 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
             written.append(name)
         if target.exists():
             target.rmdir()
-        target.parent.mkdir(parents=True, exist_ok=True)
         staging.replace(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -200,6 +207,13 @@ def _student_pyproject(root: Path) -> str:
     dependencies = "[" + ", ".join(json.dumps(d) for d in project["dependencies"]) + "]"
     return _fill("student_pyproject.toml", version=project["version"],
                  dependencies=dependencies)
+
+
+def _with_max_score(script: bytes, max_score: float) -> bytes:
+    placeholder = b'MAX_SCORE="100"'
+    if script.count(placeholder) != 1:
+        raise ExportError("run_autograder must set MAX_SCORE=\"100\" exactly once")
+    return script.replace(placeholder, f'MAX_SCORE="{max_score:g}"'.encode())
 
 
 def _fill(template: str, **values: str) -> str:

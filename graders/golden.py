@@ -151,7 +151,12 @@ class GoldenOracle:
         return cls(path, entries, tracks, visible_max_score)
 
     def bind(self, tracks: tuple[Track, ...]) -> tuple[Track, ...]:
-        """The tracks with their golden profiles, once each file is checked unchanged."""
+        """The tracks with their golden profiles, once each file is checked unchanged and
+        none is missing (per-track points would spread over fewer tracks)."""
+        missing = sorted(set(self.tracks) - {track.track_id for track in tracks})
+        if missing:
+            raise GoldenError(f"track {', '.join(missing)} of {self.path.name} is missing from "
+                              "the tracks folder; restore it (git checkout -- tracks/)")
         bound = []
         for track in tracks:
             if track.track_id not in self.tracks:

@@ -17,8 +17,13 @@ from pathlib import Path
 import pytest
 
 from graders.classroom import github_output_line
-from graders.errors import SettingsError
-from graders.reports import fallback_results, read_valid_results, write_results
+from graders.errors import SettingsError, SubmissionError
+from graders.reports import (
+    fallback_results,
+    read_valid_results,
+    unusable_submission_results,
+    write_results,
+)
 from graders.settings import flag_value, non_negative_float, positive_float
 from graders.submission import locate_submission, read_submission
 
@@ -32,7 +37,8 @@ EXIT_CODES = {
     0: "grading completed (whatever the score, unless --fail-under says otherwise)",
     GRADER_FAILED: "the grader itself failed; fallback results (every test at 0, the reason) "
                    "were written",
-    USAGE_ERROR: "usage or configuration error (one line on stderr); nothing was graded",
+    USAGE_ERROR: "usage or configuration error, or no usable serving.py in the submission "
+                 "(one line on stderr; --results still gets 0 points and the reason)",
     BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
 }
 
@@ -75,8 +81,13 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
 
 def run_grade(args: argparse.Namespace) -> int:
     """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means."""
-    submission = locate_submission(args.submission)
-    read_submission(submission)  # refuse links, other file types and oversized files early
+    try:
+        submission = locate_submission(args.submission)
+        read_submission(submission)  # refuse links, other file types and oversized files
+    except SubmissionError as error:  # nothing to grade: the results file still says why
+        if args.results:
+            write_results(Path(args.results), unusable_submission_results(str(error)))
+        raise
     fail_under = _fail_under(args.fail_under)
     github_output = _github_output() if args.github_output else None
     if args.tracks:

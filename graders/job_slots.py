@@ -93,8 +93,8 @@ def claim_slots(count: int, root: Path) -> list[Slot]:
                 user = ensure_sandbox_user(name)
             folder = root / f"slot-{len(slots) + 1}"
             (folder / "tmp").mkdir(parents=True)
-            for path in (folder, folder / "tmp"):  # the sandbox user must reach its box
-                path.chmod(0o755)
+            for path in (folder, folder / "tmp"):  # the sandbox user must reach its box,
+                path.chmod(0o711)                  # and no other slot's user may list them
             slots.append(Slot(len(slots) + 1, folder, user, lock))
     except BaseException:
         release_slots(slots)

@@ -195,19 +195,22 @@ def pytest_runtest_makereport(item: pytest.Item,
     if updated is not None:
         item.stash[SCORE_KEY] = updated
         session.scores[item.nodeid] = updated
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            _add_score_properties(item, updated)
+        _set_score_properties(item, report, updated)
     return report
 
 
-def _add_score_properties(item: pytest.Item, score: TestScore) -> None:
-    """Score properties of the test: JUnit XML writes them as <property> elements."""
+def _set_score_properties(item: pytest.Item, report: pytest.TestReport,
+                          score: TestScore) -> None:
+    """The test's score as properties (JUnit XML writes them as <property> elements),
+    replaced whenever a later phase changes the score."""
     from graders.scoring import rounded
 
-    item.user_properties.extend([
+    properties = [
         ("grader_score", rounded(score.earned)), ("grader_max_score", rounded(score.max_score)),
         ("grader_function", score.function), ("grader_visibility", score.visibility),
-    ])
+    ]
+    for holder in (item.user_properties, report.user_properties):
+        holder[:] = [p for p in holder if not str(p[0]).startswith("grader_")] + properties
 
 
 def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,

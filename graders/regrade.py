@@ -44,6 +44,7 @@ from graders.regrade_state import (
 )
 from graders.reports import read_valid_results, write_json_atomically
 from graders.runner import Limits
+from graders.sandbox import close_to_others, running_as_root
 from graders.settings import flag_value, positive_float
 from graders.submission import read_submission
 
@@ -69,6 +70,7 @@ def run_regrade(args: argparse.Namespace) -> int:
     if not submissions:
         raise SubmissionError(f"no submissions in {str(root)!r}: expected a folder per "
                               "submission (e.g. a Gradescope export) or *.py files")
+    _close_class_folders(root, out)
     started = time.monotonic()
     fingerprint = grader_fingerprint(tracks=Path(args.tracks) if args.tracks else None,
                                      options=options)
@@ -91,6 +93,19 @@ def run_regrade(args: argparse.Namespace) -> int:
     written = write_outputs(out, entries, histogram=not args.no_histogram)
     _summary(entries, len(pending), time.monotonic() - started, written)
     return 0
+
+
+def _close_class_folders(root: Path, out: Path) -> None:
+    """As root, close the class's submissions and results to other users: a sandbox user
+    must not read (or run) a classmate's serving.py or results while it is graded."""
+    if not running_as_root():
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    opened = [path for path in (root, out) if path.stat().st_mode & 0o007]
+    close_to_others(opened)
+    for path in opened:
+        sys.stderr.write(f"graders: note: closed {str(path)!r} to other users, so that "
+                         "student code cannot read the class's submissions or results\n")
 
 
 def grade_options(args: argparse.Namespace) -> list[str]:
@@ -137,7 +152,7 @@ def _grade_all(pending: Sequence[ClassSubmission], context: JobContext, jobs: in
     if not pending:
         return
     work = Path(tempfile.mkdtemp(prefix="serving-regrade-"))
-    work.chmod(0o755)  # the sandbox users must reach their slots' boxes
+    work.chmod(0o711)  # the sandbox users must reach their slots' boxes, and list nothing
     slots: list[Slot] = []
     try:
         slots = claim_slots(min(jobs, len(pending)), work)

@@ -109,11 +109,13 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
         return _store(context, submission, folder, "rejected", reason, "", started, None,
                       fallback_results([], f"the submission was not graded: {reason}"))
     slot.clean()
-    staged = slot.folder / "submission" / SUBMISSION_NAME
+    private = slot.folder / "private"  # root's alone: no sandbox user reads these
+    private.mkdir(mode=0o700)
+    staged = private / "submission" / SUBMISSION_NAME
     staged.parent.mkdir()
     staged.write_bytes(data)
-    results = slot.folder / RESULTS_NAME
-    log = slot.folder / LOG_NAME
+    results = private / RESULTS_NAME
+    log = private / LOG_NAME
     code, timed_out = _run(grade_command(staged, results, slot, context.grade_options),
                            slot, log, context)
     if context.stop.is_set():

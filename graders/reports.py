@@ -109,6 +109,15 @@ def fallback_results(scores: Sequence[TestScore], reason: str) -> dict[str, Any]
         extra={"grader_error": reason})
 
 
+def unusable_submission_results(reason: str) -> dict[str, Any]:
+    """Results for a submission with no usable ``serving.py``: 0 points, and why."""
+    return gradescope_results(
+        [], execution_time_s=0.0,
+        output=f"Your submission was not graded: {reason}. Submit serving.py (the file "
+               "itself, or a folder holding exactly one) and grading will run.",
+        extra={"submission_error": reason})
+
+
 def write_results(path: Path, document: Mapping[str, Any],
                   scores: Sequence[TestScore] = ()) -> Mapping[str, Any]:
     """Validate and write ``document``; an invalid one is replaced by the fallback.

@@ -11,18 +11,43 @@ from graders.errors import SubmissionError
 SUBMISSION_NAME = "serving.py"
 #: The largest ``serving.py`` accepted, in bytes.
 MAX_SUBMISSION_BYTES = 1_000_000
+#: Folders never searched for a nested ``serving.py`` (besides hidden ones).
+SKIPPED_FOLDERS = ("__MACOSX",)
+#: How deep below a submission folder a nested ``serving.py`` is looked for.
+SEARCH_DEPTH = 3
 
 
 def locate_submission(path: str | os.PathLike[str]) -> Path:
-    """The ``serving.py`` named by ``path``: the file itself, or the one inside a folder."""
+    """The ``serving.py`` named by ``path``: the file itself, the one at the top of a
+    folder, or the only one in its subfolders (students often zip a folder)."""
     candidate = Path(path)
-    if candidate.is_dir() and not candidate.is_symlink():
-        candidate = candidate / SUBMISSION_NAME
     if not os.path.lexists(candidate):
         raise SubmissionError(
             f"submission {str(path)!r} not found: give a serving.py or a folder holding one"
         )
-    return candidate
+    if not candidate.is_dir() or candidate.is_symlink():
+        return candidate
+    if os.path.lexists(candidate / SUBMISSION_NAME):
+        return candidate / SUBMISSION_NAME
+    return _nested(candidate)
+
+
+def _nested(folder: Path) -> Path:
+    found = []
+    for parent, subfolders, files in os.walk(folder):  # never follows links
+        depth = len(Path(parent).relative_to(folder).parts)
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith(".")
+                               and name not in SKIPPED_FOLDERS and depth < SEARCH_DEPTH)
+        if SUBMISSION_NAME in files:
+            found.append(Path(parent) / SUBMISSION_NAME)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise SubmissionError(f"{SUBMISSION_NAME} not found in submission folder "
+                              f"{str(folder)!r} or its subfolders; submit serving.py")
+    listed = ", ".join(str(path.relative_to(folder)) for path in found[:3])
+    raise SubmissionError(f"{len(found)} {SUBMISSION_NAME} files in submission folder "
+                          f"{str(folder)!r} ({listed}); keep one")
 
 
 def read_submission(path: Path) -> bytes:

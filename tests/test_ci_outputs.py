@@ -170,3 +170,30 @@ def test_submission_metadata_that_is_absent_or_broken_never_stops_grading(
     broken.write_text('{"id": true}', encoding="utf-8")
     assert submission_extra(broken) == {"submission_metadata_error":
                                         "broken.json: no submission id"}
+
+
+# --- a submission with nothing to grade -------------------------------------------------------
+
+
+def test_a_folder_without_serving_py_still_gets_a_results_file(tmp_path: Path) -> None:
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "main.py").write_text("x = 1\n", encoding="utf-8")
+    results = tmp_path / "results.json"
+    run = graders("grade", submission, "--results", results)
+    assert_usage_error(run, "serving.py not found in submission folder")
+    document = load(results)
+    assert document["score"] == 0
+    assert document["tests"] == []
+    assert "Your submission was not graded: serving.py not found" in document["output"]
+    assert "serving.py not found" in document["extra_data"]["submission_error"]
+
+
+def test_a_serving_py_in_a_zipped_folder_is_graded(tmp_path: Path) -> None:
+    nested = tmp_path / "submission" / "my-lab"
+    nested.mkdir(parents=True)
+    (nested / "serving.py").write_bytes(CORRECT.read_bytes())
+    results = tmp_path / "results.json"
+    run = graders("grade", tmp_path / "submission", "--results", results, "-q")
+    assert run.returncode == 0, run.stderr
+    assert load(results)["score"] == 100.0

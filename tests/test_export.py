@@ -164,6 +164,22 @@ def test_export_student_into_an_empty_folder_works(tmp_path: Path) -> None:
     assert (tmp_path / "graders" / "golden.json").is_file()
 
 
+def test_export_student_makes_missing_parent_folders_and_a_readable_bundle(
+        tmp_path: Path) -> None:
+    target = tmp_path / "dist" / "course" / "student"
+    export_student(target, max_score=50.0)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    golden = json.loads((target / "graders" / "golden.json").read_text(encoding="utf-8"))
+    assert golden["visible_max_score"] == 47.5
+    assert not [p for p in target.parent.iterdir() if p.name.startswith(".student-")]
+
+
+def test_the_bundle_takes_only_modules_from_the_package(bundle: Path) -> None:
+    package = [f for f in bundle_files(bundle) if f.startswith("graders/")]
+    assert package
+    assert all(f.endswith((".py", "/py.typed")) or f == "graders/golden.json" for f in package)
+
+
 def test_a_hidden_test_outside_a_hidden_module_stops_the_export() -> None:
     tests = [SuiteTest("test_cases", "test_secret",
                        GraderMark(points=2, function="serve", visibility="after_due_date"))]
@@ -197,6 +213,15 @@ def test_the_zip_has_setup_and_run_autograder_at_its_root_executable(
         assert name in names, name
     assert not [n for n in names if n.startswith(("tests/", "bench/", ".ci/", ".git"))]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_the_zip_grades_out_of_the_max_score_it_was_exported_with(tmp_path: Path) -> None:
+    target = tmp_path / "fifty.zip"
+    assert graders("export", "gradescope", target, "--max-score", "50").returncode == 0
+    with zipfile.ZipFile(target) as archive:
+        script = archive.read("run_autograder").decode()
+    assert 'MAX_SCORE="50"' in script
+    assert '--max-score "$MAX_SCORE"' in script
 
 
 def test_export_gradescope_refuses_a_target_that_is_not_a_zip(tmp_path: Path) -> None:
@@ -270,7 +295,8 @@ def gradescope_root(autograder_zip: Path, root: Path) -> Path:
     return root
 
 
-def run_autograder(root: Path, submission: Path, submission_id: int) -> dict[str, Any]:
+def run_autograder(root: Path, submission: Path, submission_id: int,
+                   code: int = 0) -> dict[str, Any]:
     shutil.rmtree(root / "submission", ignore_errors=True)
     shutil.copytree(submission, root / "submission")
     for bundled in (root / "submission").glob("*.bundled"):
@@ -280,10 +306,11 @@ def run_autograder(root: Path, submission: Path, submission_id: int) -> dict[str
     (root / "results" / "results.json").unlink(missing_ok=True)
     done = run(["bash", root / "source" / "run_autograder"], cwd=root,
                env={"SERVING_GRADER_AUTOGRADER_ROOT": str(root)})
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == code, done.stderr
     document: dict[str, Any] = load(root / "results" / "results.json")
     assert gradescope_problems(document) == []
-    assert document["extra_data"]["submission_id"] == submission_id
+    if code == 0:
+        assert document["extra_data"]["submission_id"] == submission_id
     return document
 
 
@@ -309,6 +336,16 @@ def test_the_gradescope_zip_sets_up_and_grades_in_an_autograder_root(
     serve_tests = [t for t in stealing["tests"] if t["tags"][0] == "serve"]
     assert serve_tests
     assert all(t["score"] == 0 for t in serve_tests) == as_root
+    zipped_folder = tmp_path / "zipped"
+    (zipped_folder / "lab").mkdir(parents=True)
+    shutil.copyfile(CORPUS / "correct" / "serving.py", zipped_folder / "lab" / "serving.py")
+    assert run_autograder(root, zipped_folder, 1005)["score"] == 100.0
+    nothing = tmp_path / "nothing"
+    nothing.mkdir()
+    (nothing / "notes.txt").write_text("forgot the code", encoding="utf-8")
+    empty = run_autograder(root, nothing, 1006, code=2)
+    assert empty["score"] == 0
+    assert "serving.py not found" in empty["output"]
     forging = run_autograder(root, ADVERSARIAL / "forge_results_then_exit", 1004)
     assert forging["score"] == 0.0
     assert len(forging["tests"]) == 48

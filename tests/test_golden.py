@@ -166,6 +166,14 @@ def test_a_track_without_golden_values_is_refused(tmp_path: Path) -> None:
         GoldenOracle.load(golden).bind(load_tracks(default_tracks_dir()))
 
 
+def test_a_deleted_track_file_is_refused(golden_file: Path, tmp_path: Path) -> None:
+    shutil.copytree(default_tracks_dir(), tmp_path / "tracks")
+    (tmp_path / "tracks" / "cloud_fleet.toml").unlink()
+    with pytest.raises(GoldenError, match=r"track cloud_fleet of golden.json is missing from "
+                                          r"the tracks folder; restore it"):
+        GoldenOracle.load(golden_file).bind(load_tracks(tmp_path / "tracks"))
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("{not json", "is not valid JSON"),
     ('{"schema_version": 99}', "is not schema version 1"),

@@ -161,8 +161,8 @@ def test_serving_py_is_found_at_the_top_or_alone_in_a_subfolder(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(("layout", "message"), [
-    ((), "no serving.py in the submission folder"),
-    (("a", "b"), "2 serving.py files in the submission folder"),
+    ((), "serving.py not found in submission folder .* or its subfolders"),
+    (("a", "b"), r"2 serving.py files in submission folder .* \(a/serving.py, b/serving.py\)"),
 ])
 def test_a_folder_with_no_or_several_nested_serving_py_is_rejected(
         tmp_path: Path, layout: tuple[str, ...], message: str) -> None:
@@ -434,10 +434,11 @@ def test_submissions_that_cannot_be_read_are_listed_as_rejected_with_no_points(
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     reasons = {row["submission"]: row["reason"] for row in report["not_graded"]}
     assert reasons == {
-        "empty": "no serving.py in the submission folder",
+        "empty": "serving.py not found in submission folder 'empty' or its subfolders; "
+                 "submit serving.py",
         "huge": "submission 'huge.py' is 1000001 bytes; the limit is 1000000 bytes",
         "linked": "submission 'linked' is a symbolic link; submit serving.py itself",
-        "two": "2 serving.py files in the submission folder (a/serving.py, b/serving.py); "
+        "two": "2 serving.py files in submission folder 'two' (a/serving.py, b/serving.py); "
                "keep one",
     }
     results = json.loads((tmp_path / "out" / "submissions" / "linked" / "results.json")
@@ -639,6 +640,17 @@ def test_a_hostile_submission_hurts_no_other_and_leaves_nothing_behind(
     assert "importing it took longer than the deadline" in results["output"]
     assert not list(Path("/tmp").glob(f"regrade-hostile-{base.name}-*"))
     assert survivors(str(base)) == []
+
+
+@pytest.mark.slow
+def test_as_root_the_class_and_its_results_are_closed_to_other_users(
+        base: Path, first_run: Regrade) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox users, and the need to close folders to them, exist only "
+                    "when the regrade runs as root")
+    for folder in (base / "class", base / "out"):
+        assert folder.stat().st_mode & 0o007 == 0, folder
+    assert f"closed {str(base / 'class')!r} to other users" in first_run.stderr
 
 
 @pytest.mark.slow

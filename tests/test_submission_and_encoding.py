@@ -55,6 +55,30 @@ def test_a_folder_without_serving_py_is_a_submission_error_that_names_the_folder
     assert repr(str(tmp_path)) in str(info.value)
 
 
+def test_a_serving_py_alone_in_a_subfolder_is_located(tmp_path: Path) -> None:
+    (tmp_path / "lab" / "src").mkdir(parents=True)
+    (tmp_path / "lab" / "src" / "serving.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "__MACOSX" / "lab").mkdir(parents=True)  # zip residue is never searched
+    (tmp_path / "__MACOSX" / "lab" / "serving.py").write_text("junk\n", encoding="utf-8")
+    assert locate_submission(tmp_path) == tmp_path / "lab" / "src" / "serving.py"
+
+
+def test_the_top_level_serving_py_wins_over_nested_copies(tmp_path: Path) -> None:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "serving.py").write_text("x = 0\n", encoding="utf-8")
+    (tmp_path / "serving.py").write_text("x = 1\n", encoding="utf-8")
+    assert locate_submission(tmp_path) == tmp_path / "serving.py"
+
+
+def test_two_nested_serving_py_are_ambiguous(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "serving.py").write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(SubmissionError, match=r"2 serving.py files in submission folder .* "
+                                              r"\(a/serving.py, b/serving.py\); keep one"):
+        locate_submission(tmp_path)
+
+
 def test_a_dangling_symlink_is_located_so_that_reading_it_can_refuse_it(tmp_path: Path) -> None:
     link = tmp_path / "serving.py"
     link.symlink_to(tmp_path / "gone.py")
