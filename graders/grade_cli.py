@@ -38,7 +38,8 @@ EXIT_CODES = {
     GRADER_FAILED: "the grader itself failed; fallback results (every test at 0, the reason) "
                    "were written",
     USAGE_ERROR: "usage or configuration error, or no usable serving.py in the submission "
-                 "(one line on stderr; --results still gets 0 points and the reason)",
+                 "(one line on stderr; for a submission that exists, --results still gets "
+                 "0 points and the reason)",
     BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
 }
 
@@ -84,8 +85,10 @@ def run_grade(args: argparse.Namespace) -> int:
     try:
         submission = locate_submission(args.submission)
         read_submission(submission)  # refuse links, other file types and oversized files
-    except SubmissionError as error:  # nothing to grade: the results file still says why
-        if args.results:
+    except SubmissionError as error:
+        # a submission that exists but holds no usable serving.py scores 0, and the results
+        # file says why; a path that does not exist is the caller's mistake: nothing written
+        if args.results and os.path.lexists(args.submission):
             write_results(Path(args.results), unusable_submission_results(str(error)))
         raise
     fail_under = _fail_under(args.fail_under)
