@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graders.class_roster import Submitter
+from graders.reports import result_tags
 
 SCHEMA_VERSION = 1
 #: Statuses of a submission in a regrade; only "graded" ones have a full list of tests.
@@ -50,13 +51,11 @@ class GradedSubmission:
 
 
 def _function(test: Mapping[str, Any]) -> str:
-    tags = test.get("tags") or [""]
-    return str(tags[0])
+    return result_tags(test)[0]
 
 
 def _track(test: Mapping[str, Any]) -> str:
-    tags = test.get("tags") or []
-    return str(tags[1]) if len(tags) > 1 else ""
+    return result_tags(test)[1]
 
 
 def _test_key(test: Mapping[str, Any]) -> str:

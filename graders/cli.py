@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from graders.errors import GraderError
-from graders.settings import positive_float, positive_int
+from graders.settings import flag_value, positive_float, positive_int
 
 USAGE_ERROR = 2
 
@@ -152,8 +152,6 @@ INSTRUCTOR_MODULES = ("reference", "graders.export", "graders.trackgen")
 def _run_export(args: argparse.Namespace) -> int:
     import importlib
     from pathlib import Path
-
-    from graders.settings import flag_value, positive_float
 
     export = importlib.import_module("graders.export")
 

@@ -15,7 +15,7 @@ import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from graders.cases import Case
 from graders.encoding import encode_argument
@@ -120,6 +120,13 @@ class GoldenOracle:
     entries: Mapping[str, GoldenEntry]
     tracks: Mapping[str, tuple[str, Any]]
     visible_max_score: float = 100.0
+    #: Values come from a file, so hidden tests (not in it) cannot be graded.
+    golden: ClassVar[bool] = True
+
+    @property
+    def default_max_score(self) -> float:
+        """The suite's total unless set: the visible points the file records."""
+        return self.visible_max_score
 
     @classmethod
     def load(cls, path: Path) -> GoldenOracle:

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from graders.reports import result_tags
+
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px;
@@ -102,9 +104,8 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
 
 
 def _tags(test: Mapping[str, Any]) -> tuple[str, str]:
-    tags = test.get("tags") or []
-    function = str(tags[0]) if len(tags) > 0 else "other"
-    return function, str(tags[1]) if len(tags) > 1 else ""
+    function, track = result_tags(test)
+    return (function if test.get("tags") else "other"), track
 
 
 def _score_tables(tests: Sequence[Mapping[str, Any]]) -> str:

@@ -48,24 +48,6 @@ class ReferenceOracle:
         return tracks
 
 
-@dataclass(frozen=True)
-class GoldenSource:
-    """A :class:`GoldenOracle` seen through the :class:`Oracle` protocol."""
-
-    values: GoldenOracle
-    golden: bool = True
-
-    @property
-    def default_max_score(self) -> float:
-        return self.values.visible_max_score
-
-    def expected(self, case: Case) -> Any:
-        return self.values.expected(case)
-
-    def bind(self, tracks: tuple[Track, ...]) -> tuple[Track, ...]:
-        return self.values.bind(tracks)
-
-
 def bundled_golden_file() -> Path:
     """Where a student bundle keeps its golden file: inside the ``graders`` package."""
     return Path(__file__).with_name(GOLDEN_NAME)
@@ -74,11 +56,11 @@ def bundled_golden_file() -> Path:
 def choose_oracle(golden: Path | None) -> Oracle:
     """The golden file when one is named; else the reference; else the bundled golden file."""
     if golden is not None:
-        return GoldenSource(GoldenOracle.load(golden))
+        return GoldenOracle.load(golden)
     if importlib.util.find_spec("reference") is not None:
         return ReferenceOracle()
     bundled = bundled_golden_file()
     if bundled.is_file():
-        return GoldenSource(GoldenOracle.load(bundled))
+        return GoldenOracle.load(bundled)
     raise GoldenError("the reference implementation is not installed and there is no golden "
                       f"file at {bundled}; pass --grader-golden FILE")

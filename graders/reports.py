@@ -118,13 +118,20 @@ def unusable_submission_results(reason: str) -> dict[str, Any]:
         extra={"submission_error": reason})
 
 
+def validated_results(document: Mapping[str, Any],
+                      scores: Sequence[TestScore] = ()) -> Mapping[str, Any]:
+    """``document`` if it is valid Gradescope output, else the fallback for ``scores``."""
+    problems = gradescope_problems(document)
+    if problems:
+        return fallback_results(scores, "invalid results: " + "; ".join(problems[:3]))
+    return document
+
+
 def write_results(path: Path, document: Mapping[str, Any],
                   scores: Sequence[TestScore] = ()) -> Mapping[str, Any]:
     """Validate and write ``document``; an invalid one is replaced by the fallback.
     Returns the document written."""
-    problems = gradescope_problems(document)
-    if problems:
-        document = fallback_results(scores, "invalid results: " + "; ".join(problems[:3]))
+    document = validated_results(document, scores)
     write_json_atomically(path, document)
     return document
 
@@ -180,6 +187,13 @@ def score_table(scores: Sequence[TestScore]) -> list[str]:
     earned, maximum = total(scores)
     lines.append(f"TOTAL {rounded(earned):.2f} / {rounded(maximum):.2f}")
     return lines
+
+
+def result_tags(test: Mapping[str, Any]) -> tuple[str, str]:
+    """The function and track ("" when absent) a results.json test is tagged with
+    (see :attr:`TestScore.tags`)."""
+    tags = test.get("tags") or []
+    return (str(tags[0]) if len(tags) > 0 else "", str(tags[1]) if len(tags) > 1 else "")
 
 
 def read_valid_results(path: Path) -> dict[str, Any] | None:

@@ -14,10 +14,9 @@ from graders.gradescope_metadata import submission_extra
 from graders.oracle import Oracle, ReferenceOracle, choose_oracle
 from graders.reports import (
     fallback_results,
-    gradescope_problems,
     gradescope_results,
+    validated_results,
     write_json_atomically,
-    write_results,
 )
 from graders.runner import StudentRunner
 from graders.sandbox import (
@@ -106,7 +105,9 @@ class GradingSession:
     def write_results(self, path: Path) -> Mapping[str, Any]:
         """Write Gradescope results for the scores recorded so far: validated, atomically,
         and if building them fails, the fallback with every test at 0. Returns them."""
-        return write_results(path, self.results_document(), list(self.scores.values()))
+        document = self.results_document()
+        write_json_atomically(path, document)
+        return document
 
     def results_document(self) -> Mapping[str, Any]:
         """The Gradescope results :meth:`write_results` writes, without writing them."""
@@ -119,10 +120,7 @@ class GradingSession:
                        **submission_extra(self.settings.submission_metadata)})
         except Exception as error:  # the grader's own failure must still leave valid results
             document = fallback_results(scores, f"{type(error).__name__}: {error}")
-        problems = gradescope_problems(document)
-        if problems:
-            document = fallback_results(scores, "invalid results: " + "; ".join(problems[:3]))
-        return document
+        return validated_results(document, scores)
 
     def write_classroom(self, path: Path) -> None:
         """Write the GitHub Classroom runner results for the scores recorded so far."""

@@ -23,7 +23,7 @@ from graders.golden import (
     from_json_data,
     to_json_data,
 )
-from graders.oracle import GoldenSource, ReferenceOracle, choose_oracle
+from graders.oracle import ReferenceOracle, choose_oracle
 from graders.tracks import default_tracks_dir, load_tracks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ def test_a_missing_golden_file_names_the_flag(tmp_path: Path) -> None:
 def test_the_reference_is_the_default_oracle_in_a_checkout(golden_file: Path) -> None:
     assert isinstance(choose_oracle(None), ReferenceOracle)
     chosen = choose_oracle(golden_file)
-    assert isinstance(chosen, GoldenSource)
+    assert isinstance(chosen, GoldenOracle)
     assert chosen.golden
     assert chosen.default_max_score == 95.0
 
