@@ -8,10 +8,12 @@ nothing but ``serving.py`` taken from the submission.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -65,7 +67,7 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
     if args.json_report:
         arguments += ["-p", "pytest_jsonreport.plugin", "--json-report",
                       "--json-report-file", str(Path(args.json_report).resolve())]
-    if getattr(args, "html", None):
+    if args.html:
         arguments += ["--grader-html", str(Path(args.html).resolve())]
     for flag, value in (("--grader-golden", args.golden),
                         ("--grader-classroom", args.classroom),
@@ -75,7 +77,7 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
     if args.junit_xml:
         arguments += ["--junitxml", str(Path(args.junit_xml).resolve()),
                       "-o", "junit_suite_name=serving-lab"]
-    if getattr(args, "sandbox_user", None):
+    if args.sandbox_user:
         arguments += ["--grader-sandbox-user", args.sandbox_user]
     return arguments
 
@@ -97,18 +99,19 @@ def run_grade(args: argparse.Namespace) -> int:
         from graders.tracks import load_tracks
 
         load_tracks(args.tracks)
-    if getattr(args, "html", None):  # a missing extra is a usage error, before grading
+    if args.html:  # a missing extra is a usage error, before grading
         from graders.report_plots import require_matplotlib
 
         require_matplotlib("--html")
     for name in ("results", "classroom", "html"):  # only this run may leave these behind
-        if getattr(args, name, None):
+        if getattr(args, name):
             Path(getattr(args, name)).unlink(missing_ok=True)
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory:
+    with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
+            _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+                         # Hypothesis keeps no examples (database=None), but would still
+                         # make .hypothesis/
+                         HYPOTHESIS_STORAGE_DIRECTORY=str(Path(directory) / ".hypothesis")):
         scratch = Path(directory)
-        # Hypothesis keeps no examples (database=None), but would still make .hypothesis/
-        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(scratch / ".hypothesis")
         args = _with_scratch_outputs(args, scratch, fail_under is not None,
                                      github_output is not None)
         workdir = scratch / "run"
@@ -118,7 +121,8 @@ def run_grade(args: argparse.Namespace) -> int:
             return USAGE_ERROR
         completed = code in COMPLETED
         results = Path(args.results) if args.results else None
-        if results is not None and read_valid_results(results) is None:
+        document = read_valid_results(results) if results is not None else None
+        if results is not None and document is None:
             reason = "no valid results were written" if completed else \
                 f"the grader stopped with pytest exit code {int(code)}"
             write_results(results, fallback_results([], reason))
@@ -129,13 +133,28 @@ def run_grade(args: argparse.Namespace) -> int:
             classroom = json.loads(Path(args.classroom).read_text(encoding="utf-8"))
             with github_output.open("a", encoding="utf-8") as stream:
                 stream.write(github_output_line(classroom))
-        if fail_under is not None and results is not None:
-            score = json.loads(results.read_text(encoding="utf-8"))["score"]
+        if fail_under is not None and document is not None:
+            score = document["score"]
             if score < fail_under:
                 sys.stderr.write(f"graders: score {score:g} is below --fail-under "
                                  f"{fail_under:g}\n")
                 return BELOW_FAIL_UNDER
     return 0
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """Set environment variables for the grading run, and restore them after it."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _fail_under(text: str | None) -> float | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,25 @@ def test_the_fallback_keeps_every_known_test_at_zero() -> None:
 
 def grade_args(results: Path) -> argparse.Namespace:
     return build_parser().parse_args(["grade", str(CORRECT), "--results", str(results), "-q"])
+
+
+def test_the_grading_environment_is_set_for_the_run_and_restored_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", "/elsewhere")
+    seen: dict[str, str | None] = {}
+
+    def fake_main(*args: Any, **kwargs: Any) -> pytest.ExitCode:
+        for name in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "HYPOTHESIS_STORAGE_DIRECTORY"):
+            seen[name] = os.environ.get(name)
+        return pytest.ExitCode.INTERNAL_ERROR
+
+    monkeypatch.setattr(grade_cli.pytest, "main", fake_main)
+    grade_cli.run_grade(grade_args(tmp_path / "results.json"))
+    assert seen["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+    assert str(seen["HYPOTHESIS_STORAGE_DIRECTORY"]).endswith("/.hypothesis")
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ
+    assert os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] == "/elsewhere"
 
 
 def test_a_grader_crash_still_leaves_a_valid_results_file(
