@@ -12,6 +12,7 @@ from typing import Any
 
 from graders.class_roster import Submitter
 from graders.reports import result_tags
+from graders.text_safety import escape_controls, for_csv_cell, for_markdown_cell
 
 SCHEMA_VERSION = 1
 #: Statuses of a submission in a regrade; only "graded" ones have a full list of tests.
@@ -86,7 +87,10 @@ def max_score(entries: Sequence[GradedSubmission]) -> float | None:
 
 def grade_table(entries: Sequence[GradedSubmission]) -> list[list[str]]:
     """The rows of grades.csv, header first: who, how grading ended, the score, and the
-    points of every function (empty where grading did not complete)."""
+    points of every function (empty where grading did not complete).
+
+    Every text cell is safe in a spreadsheet (:func:`graders.text_safety.for_csv_cell`):
+    a name such as ``=HYPERLINK(...)`` is written as ``'=HYPERLINK(...)``."""
     functions: list[str] = []
     for entry in entries:
         for name in function_scores(entry):
@@ -94,16 +98,17 @@ def grade_table(entries: Sequence[GradedSubmission]) -> list[list[str]]:
                 functions.append(name)
     maximum = max_score(entries)
     rows = [["submission", "name", "sid", "email", "status", "score", "max_score",
-             *functions]]
+             *map(for_csv_cell, functions)]]
     for entry in entries:
         points = function_scores(entry) if entry.graded else {}
         people = entry.submitters
         rows.append([
-            entry.id,
-            "; ".join(p.name for p in people),
-            "; ".join(p.sid for p in people),
-            "; ".join(p.email for p in people),
-            entry.status,
+            *(for_csv_cell(text) for text in (
+                entry.id,
+                "; ".join(p.name for p in people),
+                "; ".join(p.sid for p in people),
+                "; ".join(p.email for p in people),
+                entry.status)),
             _number(entry.score),
             "" if maximum is None else _number(maximum),
             *(_number(points[name]) if name in points else "" for name in functions),
@@ -273,7 +278,8 @@ def histogram(scores: Sequence[float], maximum: float | None, bins: int = HISTOG
 
 
 def class_report(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
-    """The class report as plain JSON data (rendered to Markdown by :func:`markdown`)."""
+    """The class report as plain JSON data (rendered to Markdown by :func:`markdown`);
+    every text in it is free of control characters."""
     graded = [entry for entry in entries if entry.graded]
     scores = [entry.score for entry in graded]
     maximum = max_score(entries)
@@ -306,17 +312,27 @@ def class_report(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
                    "passed": rate.passed, "graded": rate.graded,
                    "pass_rate": round(rate.pass_rate, 6), "mean_fraction": rate.mean_fraction}
                   for rate in pass_rates(entries)],
-        "failures": [{"message": group.message, "hint": group.hint,
-                      "submissions": group.submissions, "functions": list(group.functions),
-                      "tests": list(group.tests), "example": group.example}
+        "failures": [{"message": escape_controls(group.message),
+                      "hint": escape_controls(group.hint),
+                      "submissions": group.submissions,
+                      "functions": [escape_controls(name) for name in group.functions],
+                      "tests": [escape_controls(name) for name in group.tests],
+                      "example": escape_controls(group.example)}
                      for group in failure_groups(entries)],
-        "not_graded": [{"submission": entry.id, "status": entry.status,
-                        "reason": entry.reason} for entry in entries if not entry.graded],
+        "not_graded": [{"submission": escape_controls(entry.id),
+                        "status": escape_controls(entry.status),
+                        "reason": escape_controls(entry.reason)}
+                       for entry in entries if not entry.graded],
     }
 
 
 def markdown(report: Mapping[str, Any], *, histogram_file: str | None = None) -> str:
-    """The class report for people: summary, histogram, pass rates, failures."""
+    """The class report for people: summary, histogram, pass rates, failures.
+
+    Text a submission controls (failure messages and their hints, submission ids, why a
+    submission was not graded) is escaped as literal Markdown, so that no link, image,
+    HTML or table cell can come from it; the grader's own names are only kept on one line
+    with their ``|`` escaped."""
     graded, total = report["graded"], report["submissions"]
     lines = ["# Class report", "",
              f"{total} submissions, {graded} graded"
@@ -336,28 +352,35 @@ def markdown(report: Mapping[str, Any], *, histogram_file: str | None = None) ->
     lines += [f"| {low:g}-{high:g} | {count} |"
               for low, high, count in zip(edges, edges[1:], counts, strict=False)]
     lines += ["", "## Points by function", "", "| function | mean | max |", "|---|---|---|"]
-    lines += [f"| {row['function']} | {row['mean']:g} | {row['max_score']:g} |"
+    lines += [f"| {_cell(row['function'])} | {row['mean']:g} | {row['max_score']:g} |"
               for row in report["functions"]]
     lines += ["", "## Pass rate of every test", "",
               "Passed means full marks; points is the mean share of the test's points.", "",
               "| pass rate | passed | points | function | test | visibility |",
               "|---|---|---|---|---|---|"]
     lines += [f"| {row['pass_rate']:.0%} | {row['passed']}/{row['graded']} | "
-              f"{row['mean_fraction']:.0%} | {row['function']} | {_cell(row['name'])} | "
+              f"{row['mean_fraction']:.0%} | {_cell(row['function'])} | {_cell(row['name'])} | "
               f"{row['visibility']} |" for row in report["tests"]]
     lines += ["", "## Most common failures", "",
               "Each failure counts once per submission; numbers are replaced by `#`.", "",
               "| submissions | failure | hint | functions | tests |", "|---|---|---|---|---|"]
-    lines += [f"| {row['submissions']} | {_cell(row['message'])} | {_cell(row['hint'])} | "
-              f"{', '.join(row['functions'])} | {len(row['tests'])} |"
+    lines += [f"| {row['submissions']} | {_student_cell(row['message'])} | "
+              f"{_student_cell(row['hint'])} | "
+              f"{_cell(', '.join(row['functions']))} | {len(row['tests'])} |"
               for row in report["failures"]]
     if report["not_graded"]:
         lines += ["", "## Not graded", "", "| submission | status | reason |", "|---|---|---|"]
-        lines += [f"| {_cell(row['submission'])} | {row['status']} | {_cell(row['reason'])} |"
+        lines += [f"| {_student_cell(row['submission'])} | {_cell(row['status'])} | "
+                  f"{_student_cell(row['reason'])} |"
                   for row in report["not_graded"]]
     return "\n".join(lines) + "\n"
 
 
 def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """The grader's own text inside a Markdown table cell: one line, ``|`` escaped."""
+    return escape_controls(" ".join(str(text).split())).replace("|", "\\|")
+
+
+def _student_cell(text: str) -> str:
+    """Text a submission controls inside a Markdown table cell: literal Markdown."""
+    return for_markdown_cell(str(text))

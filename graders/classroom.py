@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graders.scoring import TestScore, rounded, total
+from graders.text_safety import escape_controls, for_actions_log
 
 #: The version of the runner-results format the reporter reads.
 CLASSROOM_VERSION = 1
@@ -20,7 +21,11 @@ CLASSROOM_VERSION = 1
 
 def classroom_results(scores: Sequence[TestScore], *, import_error: str | None = None
                       ) -> dict[str, Any]:
-    """The runner-results document: version, status, max_score and one entry per test."""
+    """The runner-results document: version, status, max_score and one entry per test.
+
+    The reporter prints each message to the workflow's log: messages carry no escape
+    sequence and no line that would start a workflow command
+    (:func:`graders.text_safety.for_actions_log`)."""
     _, maximum = total(scores)
     tests = []
     for score in scores:
@@ -28,11 +33,11 @@ def classroom_results(scores: Sequence[TestScore], *, import_error: str | None =
             "error" if score.status == "error" else "fail"
         hidden = score.visibility != "visible"
         tests.append({
-            "name": score.name,
+            "name": escape_controls(score.name),
             "status": status,
             "score": rounded(score.earned),
             "message": "" if status == "pass" else
-            ("Hidden test." if hidden else score.output),
+            ("Hidden test." if hidden else for_actions_log(score.output)),
             "test_code": score.nodeid,
             "filename": "serving.py",
             "line_no": 0,

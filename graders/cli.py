@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from graders.errors import GraderError
 from graders.settings import flag_value, positive_float, positive_int
+from graders.versions import version_report
 
 USAGE_ERROR = 2
 
@@ -30,6 +31,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The full ``graders`` argument parser."""
     parser = _Parser(prog="graders", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=version_report(),
+                        help="print the grader's version and those of pytest, Hypothesis, "
+                             "pint and Python, then exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     grade = commands.add_parser("grade", help="grade one submission and write its results")
@@ -57,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("-q", "--quiet", action="store_true", help="print only the score table")
     grade.add_argument("--sandbox-user", metavar="NAME",
                        help="when run as root, the unprivileged user the student's code runs "
-                            "as (default serving-sandbox; regrade gives each job its own)")
+                            "as (default: a free user of the pool serving-sandbox-1 to -64, "
+                            "held by this grading alone; a named user must be dedicated to "
+                            "grading)")
 
     export = commands.add_parser("export", help="build the Gradescope zip or the student bundle")
     export_commands = export.add_subparsers(dest="export_command", required=True,

@@ -23,17 +23,19 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from graders.cleanup import remove_tree
 from graders.errors import GraderError
 from graders.golden import GOLDEN_NAME, build_golden
 from graders.scoring import GraderMark
 from graders.suite import HIDDEN_PREFIX
+from graders.versions import GRADING_PACKAGES, REPORT_PACKAGES, pinned_requirements
 
 TEMPLATES = Path(__file__).with_name("export_templates")
 #: Instructor-only parts of the ``graders`` package, left out of the student bundle.
 INSTRUCTOR_ONLY = ("export.py", "export_templates", "trackgen.py")
 EXECUTABLE = 0o755
 #: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
-BUNDLED_NAMES = ("py.typed",)
+BUNDLED_NAMES = ("py.typed", "constraints.txt")
 
 
 class ExportError(GraderError):
@@ -198,15 +200,25 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
             target.rmdir()
         staging.replace(target)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
     return sorted(written)
 
 
 def _student_pyproject(root: Path) -> str:
+    """The bundle's pyproject: the grading dependencies pinned exactly as
+    ``graders/constraints.txt`` pins them, so students grade with the official versions."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    dependencies = "[" + ", ".join(json.dumps(d) for d in project["dependencies"]) + "]"
+    dependencies = pinned_requirements(GRADING_PACKAGES)
+    report = pinned_requirements(REPORT_PACKAGES, without=GRADING_PACKAGES)
+    if not dependencies:
+        raise ExportError("graders/constraints.txt pins none of the installed grading "
+                          "dependencies; refresh it (python tools/refresh_constraints.py)")
     return _fill("student_pyproject.toml", version=project["version"],
-                 dependencies=dependencies)
+                 dependencies=_toml_list(dependencies), report=_toml_list(report))
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
 def _with_max_score(script: bytes, max_score: float) -> bytes:

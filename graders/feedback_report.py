@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from graders.curve_data import MeasuredSweep, measure
 from graders.curves import track_sweeps
 from graders.html_report import PlotView, build_page
-from graders.reports import write_text_atomically
+from graders.output_files import write_text_atomically
 
 if TYPE_CHECKING:
     from graders.session import GradingSession
@@ -63,7 +63,8 @@ class FeedbackReport:
         return views
 
     def page(self, document: Mapping[str, Any]) -> str:
-        """The page; if the plots fail, the page without them and the reason."""
+        """The page; if the plots fail, the page without them and the reason; if the page
+        itself fails, a page with the score and the reason. Never raises."""
         try:
             views = self.views()
             error = self.error
@@ -71,13 +72,24 @@ class FeedbackReport:
             views, error = [], f"the plots could not be drawn: {type(failure).__name__}: " \
                                f"{failure}"
         if error is not None:
-            output = f"{document.get('output', '')}\n(feedback report: {error})".strip()
-            document = {**document, "output": output}
-        return build_page(document, views)
+            document = _with_note(document, error)
+        try:
+            return build_page(document, views)
+        except Exception as failure:  # e.g. a malformed document: say so, keep the score
+            reason = f"the page could not be built: {type(failure).__name__}: {failure}"
+            score = document.get("score", 0.0)
+            return build_page(_with_note({"score": score if isinstance(score, int | float)
+                                          else 0.0, "tests": []}, reason), [])
 
     def write(self, path: Path, document: Mapping[str, Any]) -> None:
-        """Write the page to ``path`` atomically."""
+        """Write the page to ``path`` atomically; a character UTF-8 cannot encode is
+        written as its escape, so encoding never fails."""
         write_text_atomically(path, self.page(document))
+
+
+def _with_note(document: Mapping[str, Any], note: str) -> dict[str, Any]:
+    output = f"{document.get('output', '')}\n(feedback report: {note})".strip()
+    return {**document, "output": output}
 
 
 def _unique(items: Iterable[Any]) -> tuple[str, ...]:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 
+from graders.cases import Case
+from graders.credit import FunctionEvidence
 from graders.grading import Grading, Student, Tally
+from graders.runner import CallOutcome
 from graders.session import GradingSession
 
 TALLY_KEY = pytest.StashKey[Tally]()
@@ -20,16 +26,40 @@ def _session(request: pytest.FixtureRequest) -> GradingSession:
     return session
 
 
+@dataclass(frozen=True)
+class SessionCases:
+    """A test's view of the session's cases: hidden tests ask the hidden worker."""
+
+    session: GradingSession
+    hidden: bool
+
+    def expected(self, case: Case) -> Any:
+        return self.session.oracle.expected(case)
+
+    def outcome(self, case: Case) -> CallOutcome:
+        return self.session.case_outcome(case, hidden=self.hidden)
+
+    def evidence(self, function: str) -> FunctionEvidence:
+        return self.session.evidence(function)
+
+
 @pytest.fixture
 def track(request: pytest.FixtureRequest) -> object:
     """One track of the run (the suite is parametrized over every track file)."""
     return request.param
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def student(request: pytest.FixtureRequest) -> Student:
-    """The student's functions, run in the isolated worker."""
-    return Student(_session(request).runner)
+    """The student's functions, run in the isolated worker, for one invariant test."""
+    from graders.plugin import SCORE_KEY
+
+    session = _session(request)
+    score = request.node.stash.get(SCORE_KEY, None)
+    function = score.function if score is not None else ""
+    return Student(session.runner, test_name=request.node.name,
+                   gate=lambda: session.invariant_refusal(function) if function else None,
+                   record=lambda asked: session.invariant_inputs.update(asked.encode()))
 
 
 @pytest.fixture
@@ -41,7 +71,7 @@ def grading(request: pytest.FixtureRequest) -> Grading:
     score = request.node.stash.get(SCORE_KEY, None)
     hidden = score is not None and score.visibility != "visible"
     label = score.name if score is not None else request.node.name
-    checker = Grading(session.runner, session.settings.tolerance, session.expected,
+    checker = Grading(SessionCases(session, hidden), session.settings.tolerance,
                       label=label, hidden=hidden)
     request.node.stash[TALLY_KEY] = checker.tally
     return checker
@@ -55,5 +85,5 @@ def tracks(request: pytest.FixtureRequest) -> tuple[object, ...]:
 
 @pytest.fixture(scope="session")
 def invariant_examples(request: pytest.FixtureRequest) -> int:
-    """Hypothesis examples per invariant test (``--grader-examples``)."""
+    """Examples per invariant test (``--grader-examples``)."""
     return _session(request).settings.examples

@@ -3,6 +3,12 @@
 The run starts from the grader's own configuration in a private folder: no
 plugin autoloading, no conftest, ini file or test of the submission's, and
 nothing but ``serving.py`` taken from the submission.
+
+Every output path is checked before grading (:func:`graders.output_files.check_output_file`:
+a private folder, no link, FIFO or other non-regular file at the path), and an earlier
+run's outputs are removed. The grader writes each output through a temp file it creates
+and a rename; JUnit XML and the json report, which pytest and pytest-json-report write
+themselves, are written into the run's private scratch folder and installed the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import pytest
 
 from graders.classroom import github_output_line
 from graders.errors import SettingsError, SubmissionError
+from graders.output_files import OutputPathError, check_output_file, install_file, remove_output
 from graders.reports import (
     fallback_results,
     read_valid_results,
@@ -44,6 +51,33 @@ EXIT_CODES = {
                  "0 points and the reason)",
     BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
 }
+
+
+#: Every output of a grading: its argument and its flag.
+OUTPUTS = (("results", "--results"), ("classroom", "--classroom"), ("html", "--html"),
+           ("junit_xml", "--junit-xml"), ("json_report", "--json-report"))
+#: Outputs written by pytest or a plugin, not by the grader: into the scratch folder under
+#: these names, then installed at the user's path.
+INSTALLED = {"junit_xml": "junit.xml", "json_report": "report.json"}
+
+
+def checked_outputs(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with every output path checked and absolute (folders created); raises
+    :class:`OutputPathError` for a path the grader must not write (see
+    :func:`graders.output_files.check_output_file`) or two outputs at one path."""
+    updated = argparse.Namespace(**vars(args))
+    seen: dict[Path, str] = {}
+    for name, flag in OUTPUTS:
+        value = getattr(args, name, None)
+        if not value:
+            continue
+        path = check_output_file(value, flag)
+        if path in seen:
+            raise OutputPathError(f"{flag} {str(value)!r} is also the path of {seen[path]}: "
+                                  "give each output a path of its own")
+        seen[path] = flag
+        setattr(updated, name, str(path))
+    return updated
 
 
 def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) -> list[str]:
@@ -84,6 +118,7 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
 
 def run_grade(args: argparse.Namespace) -> int:
     """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means."""
+    args = checked_outputs(args)
     try:
         submission = locate_submission(args.submission)
         read_submission(submission)  # refuse links, other file types and oversized files
@@ -103,20 +138,22 @@ def run_grade(args: argparse.Namespace) -> int:
         from graders.report_plots import require_matplotlib
 
         require_matplotlib("--html")
-    for name in ("results", "classroom", "html"):  # only this run may leave these behind
+    for name, _ in OUTPUTS:  # only this run may leave these behind
         if getattr(args, name):
-            Path(getattr(args, name)).unlink(missing_ok=True)
+            remove_output(getattr(args, name))
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
             _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                          # Hypothesis keeps no examples (database=None), but would still
                          # make .hypothesis/
                          HYPOTHESIS_STORAGE_DIRECTORY=str(Path(directory) / ".hypothesis")):
         scratch = Path(directory)
+        targets = {name: getattr(args, name) for name in INSTALLED}
         args = _with_scratch_outputs(args, scratch, fail_under is not None,
                                      github_output is not None)
         workdir = scratch / "run"
         workdir.mkdir()
         code = pytest.main(pytest_arguments(args, workdir, submission.resolve()))
+        _install_outputs(scratch, targets)
         if code == pytest.ExitCode.USAGE_ERROR:
             return USAGE_ERROR
         completed = code in COMPLETED
@@ -170,10 +207,28 @@ def _github_output() -> Path:
     return Path(value)
 
 
+def _install_outputs(scratch: Path, targets: dict[str, str | None]) -> None:
+    """Install the outputs pytest wrote into ``scratch`` at the paths the user gave."""
+    for name, target in targets.items():
+        source = scratch / INSTALLED[name]
+        if not target or not source.is_file():
+            continue
+        try:
+            install_file(source, target)
+        except OSError as error:
+            flag = dict(OUTPUTS)[name]
+            raise OutputPathError(f"{flag} {target!r} could not be written: "
+                                  f"{error.strerror or error}") from None
+
+
 def _with_scratch_outputs(args: argparse.Namespace, scratch: Path, need_results: bool,
                           need_classroom: bool) -> argparse.Namespace:
-    """``args`` with results and classroom files in ``scratch`` where a check needs them."""
+    """``args`` with results and classroom files in ``scratch`` where a check needs them,
+    and the outputs pytest writes itself (JUnit XML, the json report) in ``scratch``."""
     updated = argparse.Namespace(**vars(args))
+    for name, file_name in INSTALLED.items():
+        if getattr(updated, name, None):
+            setattr(updated, name, str(scratch / file_name))
     if need_results and not updated.results:
         updated.results = str(scratch / "results.json")
     if need_classroom and not updated.classroom:

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from graders.cases import RESULT_FIELDS, Case
 from graders.compare import Difference, Tolerance, compare
+from graders.credit import FunctionEvidence, answer_key, is_trivial, trivial_refusal
+from graders.encoding import encode_argument
 from graders.hints import hint_for
 from graders.runner import CallOutcome, StudentRunner
+from graders.text_safety import single_line
 
 #: Functions whose infinite values mean an unstable queue.
 QUEUE_FUNCTIONS = frozenset({"erlang_c", "queueing_latency", "batching_tax"})
 #: Failed cases spelled out in one test's feedback; the rest are counted.
 MAX_CASES_SHOWN = 4
+#: Characters of one student value, and of one test's whole feedback, that are shown.
+MAX_VALUE_CHARS = 120
+MAX_FEEDBACK_CHARS = 4000
 
 
 class GradingFailure(AssertionError):
@@ -42,14 +49,21 @@ class Tally:
             self.failures.append(feedback)
 
 
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with a visible marker when cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text) - limit} more characters]"
+
+
 def _number(value: Any) -> str:
     if isinstance(value, float):
         if math.isinf(value) or math.isnan(value):
             return str(value)
         return f"{value:.10g}"
     if isinstance(value, dict) and len(value) == 1:
-        return f"<{next(iter(value.values()))}>"
-    return repr(value)
+        return shortened(f"<{next(iter(value.values()))}>", MAX_VALUE_CHARS)
+    return shortened(repr(value), MAX_VALUE_CHARS)
 
 
 def describe_difference(function: str, difference: Difference) -> str:
@@ -67,38 +81,74 @@ def describe_difference(function: str, difference: Difference) -> str:
 
 def failed_call_message(outcome: CallOutcome) -> str:
     """Why a call produced no value, in a student's words."""
+    message = single_line(outcome.message)
     if outcome.status == "raised":
-        if outcome.message.startswith("NotImplementedError"):
-            return f"not implemented yet ({outcome.message})"
-        return f"raised {outcome.message}"
-    return outcome.message
+        if message.startswith("NotImplementedError"):
+            return f"not implemented yet ({message})"
+        return f"raised {message}"
+    return message
+
+
+class CaseSource(Protocol):
+    """Where a test's cases get their answers, expected values and function verdicts."""
+
+    def expected(self, case: Case) -> Any: ...
+
+    def outcome(self, case: Case) -> CallOutcome: ...
+
+    def evidence(self, function: str) -> FunctionEvidence: ...
 
 
 class Grading:
-    """Runs one test's cases against the student and keeps its :class:`Tally`."""
+    """Runs one test's cases against the student and keeps its :class:`Tally`.
 
-    def __init__(self, runner: StudentRunner, tolerance: Tolerance,
-                 expected: Callable[[Case], Any], *, label: str, hidden: bool) -> None:
-        self._runner = runner
+    A case that expects a trivial value (see :mod:`graders.credit`) counts only once its
+    function passes a non-trivial case; a function that answers everything the same way
+    counts nothing.
+    """
+
+    def __init__(self, source: CaseSource, tolerance: Tolerance, *, label: str,
+                 hidden: bool) -> None:
+        self._source = source
         self._tolerance = tolerance
-        self._expected = expected
         self._label = label
         self._hidden = hidden
+        self._notes: list[str] = []
         self.tally = Tally()
 
     def check(self, cases: Iterable[Case]) -> None:
         """Check every case; raise :class:`GradingFailure` with feedback if any failed."""
+        trivial_passes = 0
+        functions: set[str] = set()
         for case in cases:
-            self.tally.record(*self._check_one(case))
-        if self.tally.failures:
+            functions.add(case.function)
+            expected = self._source.expected(case)
+            ok, feedback = self._check_one(case, expected)
+            if ok and is_trivial(expected, [*case.args, *case.kwargs.values()]):
+                trivial_passes += 1
+                self.tally.total += 1
+            else:
+                self.tally.record(ok, feedback)
+        for function in sorted(functions):
+            evidence = self._source.evidence(function)
+            reason = trivial_refusal(function, evidence)
+            if evidence.constant:
+                self.tally.passed = 0
+                trivial_passes = 0
+            if reason is not None and (trivial_passes or evidence.constant):
+                self._notes.append(reason)
+            if not evidence.earns_trivial_cases:
+                trivial_passes = 0
+        self.tally.passed += trivial_passes
+        if self.tally.passed < self.tally.total:
             raise GradingFailure(self.feedback())
 
-    def _check_one(self, case: Case) -> tuple[bool, str]:
-        expected = self._expected(case)
-        outcome = self._runner.call(case.function, case.args, case.kwargs, case.fields)
+    def _check_one(self, case: Case, expected: Any) -> tuple[bool, str]:
+        outcome = self._source.outcome(case)
         heading = f"case {case.case_id!r}: {case.describe_inputs()}"
         if not outcome.ok:
-            return False, f"{heading}\n  {failed_call_message(outcome)}"
+            message = shortened(failed_call_message(outcome), 3 * MAX_VALUE_CHARS)
+            return False, f"{heading}\n  {message}"
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
             return True, ""
@@ -106,34 +156,65 @@ class Grading:
         return False, "\n".join([heading, *lines])
 
     def feedback(self) -> str:
-        """The failure summary: counts always, details only for visible tests."""
+        """The failure summary: counts always, details only for visible tests; never more
+        than :data:`MAX_FEEDBACK_CHARS` characters."""
+        return shortened(self._feedback(), MAX_FEEDBACK_CHARS)
+
+    def _feedback(self) -> str:
         tally = self.tally
         summary = (f"{self._label}: {tally.total - tally.passed} of {tally.total} cases failed "
                    f"(tolerance {self._tolerance.describe()})")
+        notes = self._notes
         if self._hidden:
-            return summary + "; the cases of this test are hidden."
+            return "\n".join([summary + "; the cases of this test are hidden.", *notes])
         reasons = {failure.split("\n", 1)[-1] for failure in tally.failures}
         if len(reasons) == 1 and len(tally.failures) > 1:
             only = next(iter(reasons)).strip()
-            return f"{summary}\nevery failed case: {only}"
+            return "\n".join([summary, *notes, f"every failed case: {only}"])
         shown = tally.failures[:MAX_CASES_SHOWN]
         rest = len(tally.failures) - len(shown)
         more = [f"... and {rest} more failed cases"] if rest else []
-        return "\n".join([summary, *shown, *more])
+        return "\n".join([summary, *notes, *shown, *more])
 
 
 class Student:
-    """The student's functions for invariant tests: plain data back, or a failed assertion."""
+    """The student's functions for one invariant test: plain data back, or a failed assertion.
 
-    def __init__(self, runner: StudentRunner) -> None:
+    ``gate`` says why the test's function has not earned its invariants (None when it
+    has). The same input must always get the same answer.
+    """
+
+    def __init__(self, runner: StudentRunner, *, test_name: str = "",
+                 gate: Callable[[], str | None] = lambda: None,
+                 record: Callable[[str], None] = lambda asked: None) -> None:
         self._runner = runner
+        self._gate = gate
+        self._record = record
+        self._answers: dict[str, str] = {}
+        self.test_name = test_name
+
+    def require_real_answers(self) -> None:
+        """Fail the test unless its function has earned its invariants."""
+        reason = self._gate()
+        if reason is not None:
+            raise StudentCallFailed(reason)
 
     def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
-        """Call ``function``; return its plain result, or raise :class:`StudentCallFailed`."""
+        """Call ``function``; return its plain result, or raise :class:`StudentCallFailed`.
+
+        Every input asked is passed to ``record`` first (the run's digest of its inputs)."""
+        asked = json.dumps([function, encode_argument(args), encode_argument(kwargs)],
+                           sort_keys=True)
+        self._record(f"{self.test_name}\n{asked}\n")
         outcome = self._runner.call(function, args, kwargs, RESULT_FIELDS[function])
         if not outcome.ok:
-            shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+            shown = ", ".join([*map(_argument, args),
+                               *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
             raise StudentCallFailed(f"{function}({shown}): {failed_call_message(outcome)}")
+        answer = answer_key(outcome.value)
+        if self._answers.setdefault(asked, answer) != answer:
+            raise StudentCallFailed(f"{function} gave different answers to the same input "
+                                    "(its results must depend on its inputs only)")
         return outcome.value
 
     def real(self, function: str, field_name: str, value: Any) -> float:
@@ -146,3 +227,16 @@ class Student:
         if math.isnan(value):
             raise StudentCallFailed(f"{function}: {field_name} is NaN")
         return float(value)
+
+
+def _argument(value: Any) -> str:
+    """An argument as the lab names it: a track's objects by track, numbers as typed."""
+    for attribute in ("track_id", "name"):
+        label = getattr(value, attribute, None)
+        if isinstance(label, str):
+            return f"<{label}>"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, int | str | bool) or value is None:
+        return repr(value)
+    return f"<{type(value).__name__}>"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
 from graders.errors import GraderError
+from graders.output_files import write_bytes_atomically
 
 MISSING = ("the score histogram needs matplotlib: install the grader with its 'report' "
            "extra (pip install 'serving-lab-grader[report]'), or pass --no-histogram")
@@ -24,7 +26,8 @@ def check_available() -> None:
 
 def write_histogram(path: Path, edges: Sequence[float], counts: Sequence[int], *,
                     title: str) -> None:
-    """Draw bars of ``counts`` between ``edges`` and write them to ``path`` (PNG)."""
+    """Draw bars of ``counts`` between ``edges`` and write them to ``path`` (PNG), through a
+    temp file the grader creates and a rename."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -43,7 +46,6 @@ def write_histogram(path: Path, edges: Sequence[float], counts: Sequence[int], *
     axes.set_xlim(edges[0], edges[-1])
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    figure.savefig(temporary, format="png")
-    temporary.replace(path)
+    picture = io.BytesIO()
+    figure.savefig(picture, format="png")
+    write_bytes_atomically(path, picture.getvalue())

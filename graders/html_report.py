@@ -1,19 +1,20 @@
 """The feedback page, built by a pure function: results and rendered plots in, HTML out.
 
 The page is self-contained: styles inline, images as ``data:`` URIs, no script, and a
-Content-Security-Policy that forbids every network request. Every text is escaped.
+Content-Security-Policy that forbids every network request. Every text is escaped
+(:func:`graders.text_safety.for_html`).
 Scores come from the Gradescope results document, so the page and ``results.json``
 agree; a test that is not visible shows its name and that it is hidden, nothing more.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from graders.reports import result_tags
+from graders.text_safety import for_html
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 STYLE = """
@@ -64,8 +65,10 @@ class PlotView:
 
 
 def esc(value: object) -> str:
-    """``value`` as HTML text or attribute content."""
-    return html.escape(str(value), quote=True)
+    """``value`` as HTML text or attribute content: markup and quotes escaped, and control
+    characters, bidi overrides and lone surrogates shown as escapes (``\\ud800``), so the
+    page always encodes as UTF-8."""
+    return for_html(str(value))
 
 
 def number(value: float) -> str:
@@ -98,9 +101,19 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
         _score_tables(tests),
         _curves(plots),
         _feedback(tests),
+        _versions(extra),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _versions(extra: Any) -> str:
+    """The footer: what graded this page (the grader's and its dependencies' versions)."""
+    versions = extra.get("versions") if isinstance(extra, Mapping) else None
+    if not isinstance(versions, Mapping) or not versions:
+        return ""
+    text = ", ".join(f"{name} {version}" for name, version in versions.items())
+    return f'<footer><p class="versions">Graded with {esc(text)}.</p></footer>'
 
 
 def _tags(test: Mapping[str, Any]) -> tuple[str, str]:

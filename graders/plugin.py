@@ -18,11 +18,14 @@ import pytest
 
 from graders.errors import GraderError
 from graders.grading import GradingFailure
+from graders.output_files import check_output_file
 from graders.reports import score_table
 from graders.scoring import GraderMark, Status, TestScore, scaled_maxima
 from graders.session import GradingSession
 from graders.settings import OPTIONS, Settings, resolve
 from graders.suite import HIDDEN_PREFIX
+from graders.text_safety import for_terminal
+from graders.versions import drift_warning
 
 if TYPE_CHECKING:
     from graders.tracks import Track
@@ -80,6 +83,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return load_tracks(settings.tracks or default_tracks_dir())
 
     try:
+        for path, flag in ((settings.results, "--grader-results"),
+                           (settings.classroom, "--grader-classroom"),
+                           (settings.html, "--grader-html")):
+            if path is not None:  # before any student code runs, as graders grade does
+                check_output_file(path, flag)
         if settings.html is not None:
             from graders.report_plots import require_matplotlib
 
@@ -104,11 +112,17 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     settings = session.settings
     ids = ", ".join(track.track_id for track in session.tracks)
-    return [f"serving-grader: grading {settings.student} on tracks {ids}",
-            f"serving-grader: tolerance {settings.tolerance.describe()}, "
-            f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
-            f"{settings.examples} Hypothesis examples per invariant",
-            f"serving-grader: {session.isolation()}"]
+    sandbox = session.runner.sandbox
+    who = f" ({sandbox.name}, uid {sandbox.uid})" if sandbox is not None else ""
+    lines = [f"serving-grader: grading {settings.student} on tracks {ids}",
+             f"serving-grader: tolerance {settings.tolerance.describe()}, "
+             f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
+             f"{settings.examples} examples per invariant",
+             f"serving-grader: {session.isolation()}{who}"]
+    warning = drift_warning()
+    if warning is not None:
+        lines.append(f"serving-grader: {warning}")
+    return lines
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -126,32 +140,48 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     grading = config.stash.get(SESSION_KEY, None)
     if grading is None:
         return
-    if not any(Path(item.path).parent == SUITE_DIR for item in items):
-        for path in sorted(SUITE_DIR.glob("test_*.py")):
-            if grading.oracle.golden and path.name.startswith(HIDDEN_PREFIX):
-                continue  # hidden tests need the reference (and the bundle leaves them out)
-            module = pytest.Module.from_parent(session, path=path,
-                                               nodeid=f"graders/suite/{path.name}")
-            items.extend(i for i in session.genitems(module) if isinstance(i, pytest.Item))
-    _assign_maxima(grading, items)
+    if any(Path(item.path).parent == SUITE_DIR for item in items):
+        suite = _suite_items(session, grading, quietly=True)
+    else:
+        suite = _suite_items(session, grading, quietly=False)
+        items.extend(suite)
+    _assign_maxima(grading, suite, items)
+    # hidden tests last: their worker starts only after every visible call was made
+    items.sort(key=lambda item: _visibility(item) != "visible")
 
 
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    for item in items:
-        grading = item.config.stash.get(SESSION_KEY, None)
-        if grading is not None:
-            grading.scores.pop(item.nodeid, None)
+def _suite_items(session: pytest.Session, grading: GradingSession, *,
+                 quietly: bool) -> list[pytest.Item]:
+    """Every test of the grading suite, whatever the selection (it decides the maxima).
+
+    ``quietly`` builds them without collection hooks, when the run collected its own."""
+    suite: list[pytest.Item] = []
+    for path in sorted(SUITE_DIR.glob("test_*.py")):
+        if grading.oracle.golden and path.name.startswith(HIDDEN_PREFIX):
+            continue  # hidden tests need the reference (and the bundle leaves them out)
+        module = pytest.Module.from_parent(session, path=path,
+                                           nodeid=f"graders/suite/{path.name}")
+        found = module.collect() if quietly else session.genitems(module)
+        suite.extend(i for i in found if isinstance(i, pytest.Item))
+    return suite
 
 
-def _assign_maxima(grading: GradingSession, items: list[pytest.Item]) -> None:
+def _visibility(item: pytest.Item) -> str:
+    score = item.stash.get(SCORE_KEY, None)
+    return score.visibility if score is not None else "visible"
+
+
+def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
+                   items: list[pytest.Item]) -> None:
+    """Score every test of the suite (run or not) and stash each collected test's score."""
     marks: dict[str, tuple[pytest.Item, GraderMark]] = {}
-    for item in items:
+    for item in [*suite, *items]:
         marker = item.get_closest_marker("grader")
-        if marker is None:
+        if marker is None or _test_id(item) in marks:
             continue
         try:
-            marks[item.nodeid] = (item, GraderMark.from_marker(marker.args, marker.kwargs,
-                                                               item.nodeid))
+            marks[_test_id(item)] = (item, GraderMark.from_marker(marker.args, marker.kwargs,
+                                                                  item.nodeid))
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
     siblings = Counter(_function_id(item) for item, _ in marks.values())
@@ -159,15 +189,23 @@ def _assign_maxima(grading: GradingSession, items: list[pytest.Item]) -> None:
                for nodeid, (item, mark) in marks.items()}
     maxima = scaled_maxima(weights, grading.max_score)
     for nodeid, (item, mark) in marks.items():
-        score = TestScore(nodeid=nodeid, name=_display_name(item), function=mark.function,
-                          track=_track_id(item), visibility=mark.visibility,
-                          max_score=maxima[nodeid])
-        item.stash[SCORE_KEY] = score
-        grading.scores[nodeid] = score
+        grading.scores[nodeid] = TestScore(
+            nodeid=nodeid, name=_display_name(item), function=mark.function,
+            track=_track_id(item), visibility=mark.visibility, max_score=maxima[nodeid])
+    for item in items:
+        if _test_id(item) in grading.scores:
+            item.stash[SCORE_KEY] = grading.scores[_test_id(item)]
+
+
+def _test_id(item: pytest.Item) -> str:
+    """The test's node id, the same for a suite test however it was collected."""
+    if Path(item.path).parent == SUITE_DIR:
+        return f"graders/suite/{Path(item.path).name}::{item.name}"
+    return item.nodeid
 
 
 def _function_id(item: pytest.Item) -> str:
-    return item.nodeid.split("[", 1)[0]
+    return _test_id(item).split("[", 1)[0]
 
 
 def _track_id(item: pytest.Item) -> str | None:
@@ -194,7 +232,7 @@ def pytest_runtest_makereport(item: pytest.Item,
     updated = _score_phase(item, score, report, call)
     if updated is not None:
         item.stash[SCORE_KEY] = updated
-        session.scores[item.nodeid] = updated
+        session.scores[score.nodeid] = updated
         _set_score_properties(item, report, updated)
     return report
 
@@ -254,11 +292,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     grading = session.config.stash.get(SESSION_KEY, None)
     if grading is None:
         return
-    html, report = grading.settings.html, None
-    if html is not None:  # its curves call the student: measure them before the worker stops
-        from graders.feedback_report import FeedbackReport
-
-        report = FeedbackReport.measure(grading)
+    html = grading.settings.html
+    grading.finish_visible()  # measures the page's curves, if any, before the worker stops
+    report = grading.feedback
     grading.close()
     document = None
     if grading.settings.results is not None:
@@ -276,23 +312,26 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         return
     scores = list(grading.scores.values())
     if config.getoption("tbstyle") == "no" and config.getoption("verbose") > -2:
-        failed = [score for score in scores if score.status != "passed"]
+        failed = [score for score in scores if score.status not in ("passed", "not run")]
         if failed:
             terminalreporter.section("serving-lab feedback")
         for score in failed:
             if not score.output.startswith(score.name):
-                terminalreporter.write_line(f"{score.name}: {score.status}", bold=True)
-            terminalreporter.write_line(score.output)
+                terminalreporter.write_line(for_terminal(f"{score.name}: {score.status}"),
+                                            bold=True)
+            terminalreporter.write_line(for_terminal(score.output))
             terminalreporter.write_line("")
     terminalreporter.section("serving-lab score")
     if grading.import_error:
-        terminalreporter.write_line(grading.import_error, red=True)
+        terminalreporter.write_line(for_terminal(grading.import_error), red=True)
     for line in score_table(scores):
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(for_terminal(line))
     if grading.settings.results is not None:
-        terminalreporter.write_line(f"results written to {grading.settings.results}")
+        terminalreporter.write_line(for_terminal(
+            f"results written to {grading.settings.results}"))
     if grading.settings.html is not None:
-        terminalreporter.write_line(f"feedback report written to {grading.settings.html}")
+        terminalreporter.write_line(for_terminal(
+            f"feedback report written to {grading.settings.html}"))
 
 
 class JsonReportMetadata:

@@ -18,7 +18,6 @@ import io
 import math
 import os
 import queue
-import shutil
 import signal
 import sys
 import tempfile
@@ -30,8 +29,10 @@ from types import FrameType
 
 from graders.class_report import GradedSubmission, class_report, grade_table, markdown
 from graders.class_roster import ClassSubmission, discover, submission_file
-from graders.errors import SettingsError, SubmissionError
+from graders.cleanup import process_alive, remove_tree, report_problems
+from graders.errors import SubmissionError
 from graders.job_slots import Slot, claim_slots, release_slots
+from graders.output_files import check_output_folder
 from graders.progress import Progress
 from graders.regrade_job import JobContext, run_job
 from graders.regrade_state import (
@@ -57,8 +58,9 @@ INTERRUPTED = 130
 def run_regrade(args: argparse.Namespace) -> int:
     """Grade every submission below ``args.submissions``; 0 when the batch completed."""
     root, out = Path(args.submissions), Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise SettingsError(f"--out {str(out)!r} is not a folder")
+    # refused before anything: a link, a file, a folder of another user or one that others
+    # can write (see graders.output_files); a missing one is made below, and checked again
+    check_output_folder(out, "--out", create=False, allow_link=False)
     if not args.no_histogram:
         from graders.histogram import check_available
 
@@ -70,6 +72,7 @@ def run_regrade(args: argparse.Namespace) -> int:
     if not submissions:
         raise SubmissionError(f"no submissions in {str(root)!r}: expected a folder per "
                               "submission (e.g. a Gradescope export) or *.py files")
+    check_output_folder(out, "--out", allow_link=False)
     _close_class_folders(root, out)
     started = time.monotonic()
     fingerprint = grader_fingerprint(tracks=Path(args.tracks) if args.tracks else None,
@@ -151,11 +154,10 @@ def _grade_all(pending: Sequence[ClassSubmission], context: JobContext, jobs: in
     """Run ``pending`` in up to ``jobs`` slots, updating ``progress`` as jobs finish."""
     if not pending:
         return
-    work = Path(tempfile.mkdtemp(prefix="serving-regrade-"))
-    work.chmod(0o711)  # the sandbox users must reach their slots' boxes, and list nothing
+    work, private = _work_folders(context.out)
     slots: list[Slot] = []
     try:
-        slots = claim_slots(min(jobs, len(pending)), work)
+        slots = claim_slots(min(jobs, len(pending)), work, private)
         free: queue.Queue[Slot] = queue.Queue()
         for slot in slots:
             free.put(slot)
@@ -179,7 +181,33 @@ def _grade_all(pending: Sequence[ClassSubmission], context: JobContext, jobs: in
                 raise
     finally:
         release_slots(slots)
-        shutil.rmtree(work, ignore_errors=True)
+        report_problems(remove_tree(work) + remove_tree(private), what="regrade clean-up")
+
+
+#: Prefixes of a regrade's folders: its slots' temp folders (in the temp folder, where the
+#: sandbox users reach their boxes) and its jobs' private folders (in OUT, root's alone).
+WORK_PREFIX = "serving-regrade-"
+PRIVATE_PREFIX = ".regrade-jobs-"
+
+
+def _work_folders(out: Path) -> tuple[Path, Path]:
+    """This regrade's work folder (temp folder, 0711: sandbox users may enter their boxes
+    but list nothing) and private folder (``OUT/.regrade-jobs-PID-*``, 0700: staged
+    submissions, results and logs, out of reach and out of the space sandbox users can
+    fill). Folders of earlier regrades that were killed (their pid is gone) are removed."""
+    temp = Path(tempfile.gettempdir())
+    for parent, prefix in ((temp, WORK_PREFIX), (out, PRIVATE_PREFIX)):
+        with contextlib.suppress(OSError):
+            for entry in parent.iterdir():
+                pid, dash, _ = entry.name.removeprefix(prefix).partition("-")
+                if entry.name.startswith(prefix) and dash and pid.isdigit() \
+                        and not process_alive(int(pid)) and entry.lstat().st_uid == os.geteuid():
+                    report_problems(remove_tree(entry), what="removing an abandoned regrade")
+    work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+    work.chmod(0o711)
+    out.mkdir(parents=True, exist_ok=True)
+    private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=out))
+    return work, private
 
 
 def _follow(futures: dict[concurrent.futures.Future[JobRecord | None], ClassSubmission],

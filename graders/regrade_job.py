@@ -1,10 +1,11 @@
 """One submission of a regrade: ``graders grade`` in a subprocess, bounded by a wall clock.
 
 The subprocess is the same trusted, isolated grading as a single ``graders grade``: it
-grades a private copy of the submission's ``serving.py`` from the slot's folder, with the
-slot's sandbox user, in a session of its own. Past the timeout its process group is
-killed, the slot is cleaned, and fallback results say why. Student code never runs in
-the regrade process.
+grades a private copy of the submission's ``serving.py`` from the slot's private folder,
+with the slot's sandbox user (the regrade holds its lock and passes it down, so the child
+neither claims another user nor waits for this one), in a session of its own. Past the
+timeout its process group is killed, the slot is cleaned, and fallback results say why.
+Student code never runs in the regrade process.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from graders.reports import (
     write_json_atomically,
     write_results,
 )
+from graders.sandbox import LOCK_VARIABLE
 from graders.submission import SUBMISSION_NAME, read_submission
 
 LOG_NAME = "grade.log"
@@ -83,15 +85,24 @@ def grade_command(staged: Path, results: Path, slot: Slot, options: list[str]) -
 
 
 def child_environment(slot: Slot) -> dict[str, str]:
-    """This environment, with the slot's TMPDIR, no pytest settings, and this grader first
-    on the path (so the subprocess grades with exactly the code that planned the job)."""
+    """This environment, with the slot's TMPDIR, no pytest settings, this grader first on
+    the path (so the subprocess grades with exactly the code that planned the job), and,
+    as root, the slot user's lock handed down (see :func:`passed_fds`)."""
     environment = {key: value for key, value in os.environ.items()
-                   if not key.startswith("PYTEST_")}
+                   if not key.startswith("PYTEST_") and key != LOCK_VARIABLE}
     environment["TMPDIR"] = str(slot.temp)
+    if slot.user is not None and slot.user.claim is not None:
+        environment.update(slot.user.claim.inheritance())
     source = str(Path(graders.__file__).resolve().parent.parent)
     environment["PYTHONPATH"] = os.pathsep.join(
         [source, *filter(None, environment.get("PYTHONPATH", "").split(os.pathsep))])
     return environment
+
+
+def passed_fds(slot: Slot) -> tuple[int, ...]:
+    """The descriptors the child inherits: the lock on the slot's sandbox user, if any."""
+    claim = slot.user.claim if slot.user is not None else None
+    return (claim.fd,) if claim is not None and claim.fd is not None else ()
 
 
 def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> JobRecord | None:
@@ -109,8 +120,7 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
         return _store(context, submission, folder, "rejected", reason, "", started, None,
                       fallback_results([], f"the submission was not graded: {reason}"))
     slot.clean()
-    private = slot.folder / "private"  # root's alone: no sandbox user reads these
-    private.mkdir(mode=0o700)
+    private = slot.private  # root's alone, in OUT: no sandbox user reads or fills these
     staged = private / "submission" / SUBMISSION_NAME
     staged.parent.mkdir()
     staged.write_bytes(data)
@@ -137,7 +147,8 @@ def _run(command: list[str], slot: Slot, log: Path, context: JobContext
     with log.open("wb") as stream:
         process = subprocess.Popen(command, cwd=slot.folder, env=child_environment(slot),
                                    stdin=subprocess.DEVNULL, stdout=stream,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   pass_fds=passed_fds(slot))
         context.register(process)
         try:
             return process.wait(timeout=context.timeout_s), False

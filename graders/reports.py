@@ -4,46 +4,71 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from graders.output_files import Reservation
+from graders.output_files import write_text_atomically as write_text_atomically
 from graders.scoring import TestScore, rounded, total
+from graders.text_safety import GRADESCOPE_FORMATS, escape_controls, for_gradescope, has_controls
 
 SCHEMA_VERSION = 1
+#: Gradescope's ``output_format`` of every output and name the grader writes. "text" shows
+#: the text as it is, in a <pre> block, and renders no HTML, Markdown or ANSI: the feedback
+#: keeps its layout (aligned fields, indented hints), and no link, image, script or colour
+#: in a student's exception message can render, whatever it holds. Only control characters
+#: need escaping (:func:`graders.text_safety.for_gradescope`). Without it the top-level
+#: output would be "simple_format", which renders HTML.
+OUTPUT_FORMAT = "text"
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every string in it (keys too) free of control characters."""
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, Mapping):
+        return {escape_controls(str(key)): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
 
 
 def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
                        output: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A results.json document in Gradescope's format, score clamped to [0, max]."""
+    """A results.json document in Gradescope's format, score clamped to [0, max]; every
+    text escaped for :data:`OUTPUT_FORMAT`, which each output and name declares."""
     earned, maximum = total(scores)
     earned = min(max(earned, Fraction(0)), maximum)
     tests = []
     for number, score in enumerate(scores, start=1):
         tests.append({
-            "name": score.name,
+            "name": for_gradescope(score.name, OUTPUT_FORMAT),
+            "name_format": OUTPUT_FORMAT,
             "number": str(number),
             "score": rounded(score.earned),
             "max_score": rounded(score.max_score),
             "status": "passed" if score.status == "passed" else "failed",
-            "output": score.output,
-            "tags": score.tags,
+            "output": for_gradescope(score.output, OUTPUT_FORMAT),
+            "output_format": OUTPUT_FORMAT,
+            "tags": _plain(score.tags),
             "visibility": score.visibility,
-            "extra_data": {"nodeid": score.nodeid, "outcome": score.status,
-                           "passed_cases": score.passed_cases,
-                           "total_cases": score.total_cases},
+            "extra_data": _plain({"nodeid": score.nodeid, "outcome": score.status,
+                                  "passed_cases": score.passed_cases,
+                                  "total_cases": score.total_cases}),
         })
     return {
         "score": rounded(earned),
         "execution_time": round(execution_time_s, 3),
-        "output": output,
+        "output": for_gradescope(output, OUTPUT_FORMAT),
+        "output_format": OUTPUT_FORMAT,
+        "test_output_format": OUTPUT_FORMAT,
+        "test_name_format": OUTPUT_FORMAT,
         "stdout_visibility": "hidden",
-        "extra_data": {"schema_version": SCHEMA_VERSION, "max_score": rounded(maximum),
-                       **(extra or {})},
+        "extra_data": _plain({"schema_version": SCHEMA_VERSION, "max_score": rounded(maximum),
+                              **(extra or {})}),
         "tests": tests,
     }
 
@@ -63,8 +88,8 @@ def gradescope_problems(document: Any) -> list[str]:
 
     if not real(document.get("score")):
         problems.append("score must be a finite number")
-    if not isinstance(document.get("output", ""), str):
-        problems.append("output must be a string")
+    problems += _text_problems(document, "", ("output", "output_format"),
+                               ("test_output_format", "test_name_format"))
     if document.get("stdout_visibility", "hidden") not in VISIBILITIES:
         problems.append("stdout_visibility must be a Gradescope visibility")
     if not real(document.get("execution_time", 0)):
@@ -85,6 +110,10 @@ def gradescope_problems(document: Any) -> list[str]:
             problems.append(f"{where}.score must lie in [0, max_score]")
         if not isinstance(test.get("name"), str):
             problems.append(f"{where}.name must be a string")
+        problems += _text_problems(test, f"{where}.", ("output", "output_format"),
+                                   ("name_format",))
+        if isinstance(test.get("name"), str) and has_controls(test["name"]):
+            problems.append(f"{where}.name holds unescaped control characters")
         if test.get("status") not in ("passed", "failed"):
             problems.append(f"{where}.status must be passed or failed")
         if test.get("visibility", "visible") not in VISIBILITIES:
@@ -96,6 +125,23 @@ def gradescope_problems(document: Any) -> list[str]:
                   and real(t.get("max_score")))
     if real(document.get("score")) and not 0 <= document["score"] <= maximum + 1e-6:
         problems.append("score must lie in [0, the sum of max_score]")
+    return problems
+
+
+def _text_problems(holder: Mapping[str, Any], where: str, output: tuple[str, str],
+                   formats: tuple[str, ...]) -> list[str]:
+    """Problems of an output and its format (and other format keys): the output is a string
+    with no control character, and every format one of Gradescope's."""
+    problems = []
+    key, format_key = output
+    text = holder.get(key, "")
+    if not isinstance(text, str):
+        problems.append(f"{where}{key} must be a string")
+    elif has_controls(text):
+        problems.append(f"{where}{key} holds unescaped control characters")
+    for name in (format_key, *formats):
+        if name in holder and holder[name] not in GRADESCOPE_FORMATS:
+            problems.append(f"{where}{name} must be one of {', '.join(GRADESCOPE_FORMATS)}")
     return problems
 
 
@@ -136,26 +182,13 @@ def write_results(path: Path, document: Mapping[str, Any],
     return document
 
 
-def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:
-    """Write ``document`` to ``path`` through a temp file and ``os.replace``; no NaN allowed."""
+def write_json_atomically(path: Path, document: Mapping[str, Any], *,
+                          reservation: Reservation | None = None) -> None:
+    """Write ``document`` to ``path`` through a temp file the grader creates and a rename
+    (:func:`graders.output_files.write_text_atomically`), into ``reservation``'s space
+    when given; no NaN allowed."""
     text = json.dumps(document, indent=2, allow_nan=False, sort_keys=False) + "\n"
-    write_text_atomically(path, text)
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temp file and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, text, reservation=reservation)
 
 
 def _rows(scores: Sequence[TestScore], key: str) -> list[tuple[str, Fraction, Fraction, int]]:
@@ -171,11 +204,28 @@ def _rows(scores: Sequence[TestScore], key: str) -> list[tuple[str, Fraction, Fr
     return rows
 
 
+def partial_run(scores: Sequence[TestScore]) -> str | None:
+    """How a run that left graded tests out stands, or None when every graded test ran.
+
+    Tests that did not run neither count as 0 nor scale the others up: the line gives
+    the points of the tests that ran, out of their own maximum."""
+    ran = [score for score in scores if score.status != "not run"]
+    if len(ran) == len(scores):
+        return None
+    earned, maximum = total(ran)
+    return (f"partial run: {len(ran)} of {len(scores)} graded tests, "
+            f"{rounded(earned):.2f} of their {rounded(maximum):.2f} points; run `pytest` "
+            "with no selection for your score")
+
+
 def score_table(scores: Sequence[TestScore]) -> list[str]:
-    """The terminal table: score by function, then by track, then the total."""
+    """The terminal table: score by function, then by track, then the total (or, when
+    some graded tests did not run, what the run checked instead of a total)."""
+    partial = partial_run(scores)
+    shown = [score for score in scores if score.status != "not run"]
     lines: list[str] = []
     for key, title in (("function", "function"), ("track", "track")):
-        rows = _rows(scores, key)
+        rows = _rows(shown, key)
         if not rows:
             continue
         width = max(len(title), *(len(row[0]) for row in rows))
@@ -184,6 +234,9 @@ def score_table(scores: Sequence[TestScore]) -> list[str]:
             lines.append(f"{name:<{width}}  {rounded(earned):>8.2f}  {rounded(maximum):>8.2f}"
                          f"  {count}")
         lines.append("")
+    if partial is not None:
+        lines.append(partial)
+        return lines
     earned, maximum = total(scores)
     lines.append(f"TOTAL {rounded(earned):.2f} / {rounded(maximum):.2f}")
     return lines

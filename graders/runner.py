@@ -5,16 +5,23 @@ alone; a crash, a hang past the deadline or a garbage reply kills the worker's
 whole process group, and a fresh worker serves the next call. A function that
 hangs twice is not called again, and all hangs together share one time budget,
 so a submission that hangs everywhere is graded within a stated bound.
+
+Totals are bounded too: all calls, imports and restarts of one runner share a total
+time budget (past it every call is refused), each reply line is read through a bounded
+buffer, and whatever the submission writes to stdout or stderr goes into a pipe that the
+runner drains into a bounded :class:`OutputSink` (the first part kept for feedback, the
+rest counted and dropped), so that output never fails a call or changes a score.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import math
 import os
 import secrets
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +34,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from graders.cleanup import remove_tree, report_problems, sweep_user
+from graders.confinement import (
+    LAUNCHER_FAILED,
+    Protections,
+    launcher_command,
+    protections_for,
+)
 from graders.encoding import encode_argument
 from graders.runtime import WORKER_SCRIPT, cached_runtime
 from graders.sandbox import TOKEN_VARIABLE, SandboxUser, WorkerPython, sweep, worker_python
@@ -42,33 +56,63 @@ class Limits:
 
     call_timeout_s: float = 3.0
     import_timeout_s: float = 10.0
+    #: Wall time the student's code may cost one grading in all: every call, every import
+    #: of the submission (and of pint) and every worker restart together. Past it, every
+    #: further call is refused without running ("time budget exhausted"); a call already
+    #: running keeps its own deadline. 150 s lets an honest but slow submission (0.05 s per
+    #: call over the ~1,650 calls of a grading, 83 s) finish with room to spare, and keeps
+    #: the worst case (:attr:`worst_case_s`, 173 s) far inside Gradescope's 10-minute
+    #: default.
+    total_budget_s: float = 150.0
     #: Wall time that timed-out calls, and the worker restarts after them, may spend
-    #: together before every call is refused.
+    #: together before every call is refused (a part of the total budget).
     hang_budget_s: float = 30.0
     #: Timeouts of one function after which it is not called again.
     timeouts_per_function: int = 2
-    #: Crashes of one function after which it is not called again.
+    #: Crashes (or unreadable replies) of one function after which it is not called again.
     crashes_per_function: int = 20
-    cpu_s: int = 60
+    #: CPU seconds one worker may use; None: :attr:`worst_case_s`, so that CPU time never
+    #: ends a worker that keeps within the time budget (the wall budget is the bound).
+    cpu_s: int | None = None
     address_space_bytes: int = 2 * 1024**3
     processes: int = 0
+    #: Largest file the submission may write into its folder (its printed output goes to
+    #: a pipe, not a file, and is bounded by ``output_keep_bytes`` instead).
     file_size_bytes: int = 4 * 1024**2
     open_files: int = 64
-    max_reply_bytes: int = 1024**2
+    #: Longest reply line the grader reads; a longer one fails its call as garbage and the
+    #: worker is replaced. The worker cuts texts and sequences, so an honest reply is a
+    #: few kB at most.
+    max_reply_bytes: int = 64 * 1024
+    #: Bytes of the submission's stdout and stderr kept for feedback; the rest is counted
+    #: and dropped.
+    output_keep_bytes: int = 64 * 1024
 
     @property
     def worst_case_s(self) -> float:
-        """The most wall time a submission that hangs everywhere can cost.
+        """The most wall time the student's code can cost one grading.
+
+        The whole time budget, then the one call that may start just before it runs out:
+        a worker restart (import deadline), pint's import (import deadline) and the call
+        (call deadline). The hang budget is part of the time budget.
+        """
+        return self.total_budget_s + 2 * self.import_timeout_s + self.call_timeout_s
+
+    @property
+    def hang_worst_case_s(self) -> float:
+        """The most wall time a submission that hangs everywhere can cost (53 s by default).
 
         The first import, the hang budget, and the one call and one restart that may
-        start just before the budget runs out.
+        start just before the hang budget runs out.
         """
         return 2 * self.import_timeout_s + self.hang_budget_s + self.call_timeout_s
 
     def worker_limits(self) -> dict[str, int]:
-        """The rlimits the worker applies to itself before importing the submission."""
+        """The rlimits the worker applies to itself before importing the submission, and
+        the reply limit it stops building a reply at."""
         return {
-            "cpu_s": self.cpu_s,
+            "reply_bytes": self.max_reply_bytes,
+            "cpu_s": self.cpu_s if self.cpu_s is not None else math.ceil(self.worst_case_s),
             "address_space_bytes": self.address_space_bytes,
             "processes": self.processes,
             "file_size_bytes": self.file_size_bytes,
@@ -102,6 +146,11 @@ class _Worker:
     process: subprocess.Popen[bytes]
     buffer: bytearray = field(default_factory=bytearray)
     ready: bool = False
+    #: The read end of this worker's output pipe (its fds 1 and 2), non-blocking; None
+    #: once every writer has closed it.
+    output: int | None = None
+    #: /dev/null, where output past the kept part is spliced without being read.
+    discard: int | None = None
 
 
 class Reason(Enum):
@@ -109,19 +158,146 @@ class Reason(Enum):
 
     TIMEOUTS = "it exceeded the per-call deadline"
     CRASHES = "it crashed the worker too often"
+    GARBAGE = "it made the worker send unreadable replies"
+
+
+#: Bytes read from a worker's reply pipe at a time: a reply buffer never holds more than
+#: ``Limits.max_reply_bytes`` plus one chunk.
+REPLY_CHUNK_BYTES = 64 * 1024
+#: Bytes read from a worker's output pipe at a time, and the pipe's size where the
+#: system allows it (fewer, larger reads keep a flood of output cheap).
+OUTPUT_CHUNK_BYTES = 1024**2
+#: The most output one drain between calls reads, so that a worker that keeps writing
+#: cannot hold the grader in a drain.
+IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES
+
+
+class OutputSink:
+    """A submission's stdout and stderr: the first ``keep_bytes`` kept, the rest counted."""
+
+    def __init__(self, keep_bytes: int) -> None:
+        self.keep_bytes = keep_bytes
+        self.total_bytes = 0
+        self._kept = bytearray()
+
+    @property
+    def full(self) -> bool:
+        return len(self._kept) >= self.keep_bytes
+
+    def feed(self, chunk: bytes) -> None:
+        """Take one chunk: keep what fits, count all of it."""
+        room = self.keep_bytes - len(self._kept)
+        if room > 0:
+            self._kept += chunk[:room]
+        self.total_bytes += len(chunk)
+
+    def count(self, size: int) -> None:
+        """Count ``size`` bytes that were dropped unread."""
+        self.total_bytes += size
+
+    def summary(self) -> OutputSummary:
+        return OutputSummary(self._kept.decode("utf-8", errors="replace"), self.total_bytes,
+                             len(self._kept), self.keep_bytes)
+
+
+@dataclass(frozen=True)
+class OutputSummary:
+    """What the submission printed (stdout and stderr together, in the order written)."""
+
+    #: The first bytes of it, decoded as UTF-8 with undecodable bytes replaced.
+    text: str
+    #: Every byte it wrote to fds 1 and 2, kept or not.
+    total_bytes: int
+    kept_bytes: int
+    keep_bytes: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total_bytes > self.kept_bytes
+
+    def sentence(self) -> str:
+        """E.g. "your code printed 2.3 GB; the first 64 KiB are kept"."""
+        return output_sentence(self.total_bytes, self.keep_bytes)
+
+
+def output_sentence(total_bytes: int, keep_bytes: int) -> str:
+    """How much a submission printed and how much of it is kept, in human units."""
+    printed = f"your code printed {decimal_size(total_bytes)}"
+    if total_bytes <= keep_bytes:
+        return printed
+    return f"{printed}; the first {binary_size(keep_bytes)} are kept"
+
+
+def decimal_size(size: int) -> str:
+    """``size`` bytes in SI units, to 3 significant digits: 2300000000 -> "2.3 GB"."""
+    if size < 1000:
+        return f"{size} B" if size != 1 else "1 byte"
+    value = float(size)
+    for unit in ("kB", "MB", "GB", "TB", "PB"):
+        value /= 1000
+        text = f"{value:.3g}"
+        if "e" not in text and float(text) < 1000:
+            return f"{text} {unit}"
+    return f"{value:.0f} PB"
+
+
+def binary_size(size: int) -> str:
+    """``size`` bytes in binary units: 65536 -> "64 KiB", 1536 -> "1.5 KiB"."""
+    if size < 1024:
+        return f"{size} B" if size != 1 else "1 byte"
+    value = float(size)
+    unit = "B"
+    for name in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value /= 1024
+        unit = name
+    return f"{value:.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
+
+
+@dataclass
+class TimeBudget:
+    """Wall time the student's code may cost one grading, shared by all its runners (the
+    visible tests' and the hidden tests' workers): calls, imports and restarts in all,
+    and, as a part of it, the time of hanging calls and the restarts after them."""
+
+    total_s: float
+    hang_s: float
+    spent_s: float = 0.0
+    hang_spent_s: float = 0.0
+
+    @classmethod
+    def of(cls, limits: Limits) -> TimeBudget:
+        """A fresh budget of ``limits.total_budget_s`` and ``limits.hang_budget_s``."""
+        return cls(total_s=limits.total_budget_s, hang_s=limits.hang_budget_s)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent_s >= self.total_s
+
+    @property
+    def hangs_exhausted(self) -> bool:
+        return self.hang_spent_s >= self.hang_s
 
 
 class StudentRunner:
-    """A student's ``serving.py`` behind a process boundary; use as a context manager."""
+    """A student's ``serving.py`` behind a process boundary; use as a context manager.
+
+    ``budget`` is the grading's time budget, to share it with another runner of the same
+    grading; by default the runner has one of its own, from ``limits``.
+    """
 
     def __init__(self, submission: bytes, *, limits: Limits | None = None,
-                 root: Path | None = None, sandbox: SandboxUser | None = None) -> None:
+                 root: Path | None = None, sandbox: SandboxUser | None = None,
+                 budget: TimeBudget | None = None) -> None:
         self.limits = limits or Limits()
+        self.budget = budget if budget is not None else TimeBudget.of(self.limits)
         self.sandbox = sandbox
         self._owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="serving-grader-")) if root is None else root
         self._runtime = cached_runtime(self.root)
         self._python = worker_python() if sandbox else WorkerPython(Path(sys.executable))
+        self._protections = protections_for(sandbox)
         self._token = secrets.token_hex(16)
         self._box = self.root / "box"
         self._box.mkdir(mode=0o700, exist_ok=True)
@@ -130,13 +306,16 @@ class StudentRunner:
             self.root.chmod(0o711)
             for path in (self._box, self._box / SUBMISSION_NAME):
                 os.chown(path, sandbox.uid, sandbox.gid)
-        self._log_path = self.root / "worker.log"
+        #: The worker's stderr, as :meth:`_spawn` opens it: a FIFO that :meth:`_launch`
+        #: makes for each worker and removes once the worker holds it (see there).
+        self._log_path = self.root / "worker.output"
+        self._output = OutputSink(self.limits.output_keep_bytes)
         self._worker: _Worker | None = None
         self._next_id = 0
         self._import_error: str | None = None
         self._timeouts: Counter[str] = Counter()
         self._crashes: Counter[str] = Counter()
-        self._hang_spent_s = 0.0
+        self._garbage: Counter[str] = Counter()
         self._pint_ready = False
         self._started = False
         self.calls = 0
@@ -157,20 +336,69 @@ class StudentRunner:
         """Why the submission cannot be imported, once a start has failed."""
         return self._import_error
 
+    @property
+    def protections(self) -> Protections:
+        """Which protections the worker runs under (privilege drop, no network, bounded
+        temporary space, private IPC), with a line that says so."""
+        return self._protections
+
+    @property
+    def time_spent_s(self) -> float:
+        """Wall time the student's code has cost the grading so far (calls, imports and
+        restarts, of every runner sharing this one's budget)."""
+        return self.budget.spent_s
+
+    def output_summary(self) -> OutputSummary:
+        """What the submission has printed so far: the kept text and the total byte count.
+
+        Reads what the worker's output pipe holds now, without waiting: the worker flushes
+        its stdout and stderr before each reply, so a finished call's output is included.
+        """
+        self._drain(self._worker, IDLE_DRAIN_BYTES)
+        return self._output.summary()
+
     def close(self) -> None:
-        """Stop the worker and remove the private folder."""
-        self._stop()
-        if self._owns_root:
-            shutil.rmtree(self.root, ignore_errors=True)
+        """Stop the worker and remove what this run made or its worker left: the private
+        folder (or the box, in a root it was given), a runtime or interpreter copy made for
+        this run alone, and, when this grading holds its sandbox user alone, every process,
+        shared-folder entry and SysV IPC object of that user. Never raises: results are
+        written after it. What cannot be removed is reported on stderr."""
+        problems: list[str] = []
+        try:
+            self._stop()
+        except Exception as error:  # a clean-up must not cost the grading its results
+            problems.append(f"stopping the worker: {type(error).__name__}: {error}")
+        if self.sandbox is not None and self.sandbox.exclusive:
+            problems += sweep_user(self.sandbox.uid)
+        private = [self.root if self._owns_root else self._box]
+        if self._runtime.parent == self.root or self._runtime.name.startswith("."):
+            private.append(self._runtime)  # built for this run alone (see cached_runtime)
+        if self._python.private is not None:
+            private.append(self._python.private)
+        for path in private:
+            problems += remove_tree(path)
+        report_problems(problems)
 
     def call(self, function: str, args: Sequence[Any] = (),
              kwargs: Mapping[str, Any] | None = None,
              fields: Sequence[str] | None = None) -> CallOutcome:
-        """Call ``function`` in the worker and return its result as plain data."""
+        """Call ``function`` in the worker and return its result as plain data.
+
+        Its wall time, with the import or restart it may need, is charged to the total
+        time budget; once the budget is spent, calls are refused without running.
+        """
         refusal = self._refusal(function)
         if refusal is not None:
             return refusal
         self.calls += 1
+        started = time.monotonic()
+        try:
+            return self._call(function, args, kwargs, fields)
+        finally:
+            self.budget.spent_s += time.monotonic() - started
+
+    def _call(self, function: str, args: Sequence[Any], kwargs: Mapping[str, Any] | None,
+              fields: Sequence[str] | None) -> CallOutcome:
         try:
             worker = self._ensure_worker()
             needs_pint = _has_quantity(args) or _has_quantity(kwargs or {})
@@ -189,6 +417,10 @@ class StudentRunner:
             return CallOutcome(gone.status, message=gone.message)
         if reply.get("ok") is True:
             return CallOutcome("ok", value=reply.get("value"))
+        if reply.get("oversize") is True:  # the worker stopped building a reply too long
+            self._stop()
+            self._garbage[function] += 1
+            return CallOutcome("garbage", message=self._oversize_message())
         return CallOutcome("raised", message=str(reply.get("error", "unknown error"))[:2000])
 
     def _refusal(self, function: str) -> CallOutcome | None:
@@ -200,21 +432,60 @@ class StudentRunner:
         if self._crashes[function] >= self.limits.crashes_per_function:
             return CallOutcome("abandoned", message=f"{function}() is not called again: "
                                f"{Reason.CRASHES.value} {self._crashes[function]} times")
-        if self._hang_spent_s >= self.limits.hang_budget_s:
+        if self._garbage[function] >= self.limits.crashes_per_function:
+            return CallOutcome("abandoned", message=f"{function}() is not called again: "
+                               f"{Reason.GARBAGE.value} {self._garbage[function]} times")
+        if self.budget.hangs_exhausted:
             return CallOutcome("abandoned", message="not called: the submission used up the "
-                               f"{self.limits.hang_budget_s:g} s budget for hanging calls "
+                               f"{self.budget.hang_s:g} s budget for hanging calls "
                                "and worker restarts")
+        if self.budget.exhausted:
+            return CallOutcome("abandoned", message=budget_message(self.budget.total_s))
         return None
 
     def start(self) -> None:
         """Start the worker now, without waiting: it imports the submission (and pint)
         while the grader collects its tests. The first call waits for it to be ready."""
         if self._worker is None and self._import_error is None:
-            self._spawn(preload_pint=True)
+            started = time.monotonic()
+            try:
+                self._launch(preload_pint=True)
+            finally:
+                self.budget.spent_s += time.monotonic() - started
+
+    def _launch(self, *, preload_pint: bool) -> _Worker:
+        """:meth:`_spawn` a worker whose fds 1 and 2 are a pipe this runner drains.
+
+        The pipe is a FIFO at ``self._log_path``, the file :meth:`_spawn` opens as the
+        worker's stderr (the worker makes its fd 1 a copy of fd 2). Its read end is
+        opened first (non-blocking, so that the open does not wait for a writer and the
+        writer's open does not either); once the worker holds the write end, the name is
+        removed, so nothing else can open the pipe. A pipe has no size limit to fail a
+        write: the runner reads it while it waits for a reply, keeps the first part and
+        drops the rest.
+        """
+        fifo = self._log_path
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo, 0o600)
+        try:
+            output = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with contextlib.suppress(OSError, AttributeError):  # a larger pipe: fewer reads
+                fcntl.fcntl(output, fcntl.F_SETPIPE_SZ, OUTPUT_CHUNK_BYTES)
+            try:
+                worker = self._spawn(preload_pint=preload_pint)
+            except BaseException:
+                os.close(output)
+                raise
+        finally:
+            fifo.unlink(missing_ok=True)
+        worker.output = output
+        with contextlib.suppress(OSError):
+            worker.discard = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        return worker
 
     def _ensure_worker(self) -> _Worker:
         restart = self._worker is None and self._started
-        worker = self._worker or self._spawn(preload_pint=False)
+        worker = self._worker or self._launch(preload_pint=False)
         if worker.ready:
             return worker
         started = time.monotonic()
@@ -230,23 +501,34 @@ class StudentRunner:
         worker.ready = True
         self._pint_ready = bool(reply.get("pint"))
         if restart:  # restarts only happen after a kill: they cost hanging time too
-            self._hang_spent_s += time.monotonic() - started
+            self.budget.hang_spent_s += time.monotonic() - started
         return worker
 
     def _spawn(self, *, preload_pint: bool) -> _Worker:
+        # -s -P instead of -I: the environment is the runner's own (nothing of the grader's
+        # leaks in), and the worker must honour its PYTHONHASHSEED so that string hashing,
+        # and so a submission's set order, is the same in every grading
+        command = [str(self._python.executable), "-s", "-P", "-S", "-B",
+                   str(self._runtime / WORKER_SCRIPT.name)]
+        environment = self._environment()
         drop: dict[str, Any] = {}
-        if self.sandbox is not None:
+        if self.sandbox is not None and self._protections.namespaces:
+            # A launcher, as root, enters namespaces of its own, drops to the sandbox user
+            # and execs the worker (same pid and process group, same stdin/stdout/stderr).
+            command = launcher_command(self.sandbox, box=self._box, worker=command,
+                                       python=self._python, runtime=self._runtime)
+            environment = self._environment(launcher=True)
+        elif self.sandbox is not None:
             drop = {"user": self.sandbox.uid, "group": self.sandbox.gid, "extra_groups": [],
                     "umask": 0o077}
         with open(self._log_path, "ab") as log:
             process = subprocess.Popen(
-                [str(self._python.executable), "-I", "-S", "-B",
-                 str(self._runtime / WORKER_SCRIPT.name)],
+                command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
                 cwd=self._box,
-                env=self._environment(),
+                env=environment,
                 start_new_session=True,
                 close_fds=True,
                 **drop,
@@ -266,7 +548,9 @@ class StudentRunner:
             self._send(worker, init)
         return worker
 
-    def _environment(self) -> dict[str, str]:
+    def _environment(self, *, launcher: bool = False) -> dict[str, str]:
+        """The worker's environment; for the launcher, without what the interpreter copy
+        needs (LD_LIBRARY_PATH), which the launcher adds for the worker alone."""
         return {
             "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
@@ -274,7 +558,7 @@ class StudentRunner:
             "TMPDIR": str(self._box),
             "PYTHONHASHSEED": "0",
             TOKEN_VARIABLE: self._token,
-            **self._python.environment,
+            **({} if launcher else self._python.environment),
         }
 
     def _send(self, worker: _Worker, request: dict[str, Any]) -> None:
@@ -299,22 +583,27 @@ class StudentRunner:
     def _read_reply(self, worker: _Worker, timeout_s: float, function: str | None,
                     ident: int | None) -> dict[str, Any]:
         started = time.monotonic()
+        try:
+            return self._next_reply(worker, started, timeout_s, ident)
+        except _WorkerGone as gone:
+            self._stop()
+            if function is not None:
+                if gone.status == "timeout":
+                    self._timeouts[function] += 1
+                    self.budget.hang_spent_s += time.monotonic() - started
+                elif gone.status == "crashed":
+                    self._crashes[function] += 1
+                elif gone.status == "garbage":
+                    self._garbage[function] += 1
+            raise
+
+    def _next_reply(self, worker: _Worker, started: float, timeout_s: float,
+                    ident: int | None) -> dict[str, Any]:
         while True:
-            try:
-                raw = self._read_line(worker, started, timeout_s)
-            except _WorkerGone as gone:
-                self._stop()
-                if function is not None:
-                    if gone.status == "timeout":
-                        self._timeouts[function] += 1
-                        self._hang_spent_s += time.monotonic() - started
-                    elif gone.status == "crashed":
-                        self._crashes[function] += 1
-                raise
+            raw = self._read_line(worker, started, timeout_s)
             try:
                 reply = json.loads(raw)
             except (ValueError, UnicodeDecodeError):
-                self._stop()
                 raise _WorkerGone("garbage", "the worker sent a reply that is not JSON") from None
             if not isinstance(reply, dict):
                 break
@@ -323,32 +612,107 @@ class StudentRunner:
             if reply.get("id") == ident:
                 return reply
             break
-        self._stop()
         raise _WorkerGone("garbage", "the worker sent a reply to another request")
 
     def _read_line(self, worker: _Worker, started: float, timeout_s: float) -> bytes:
-        deadline = started + timeout_s
+        """The next reply line, read through a buffer that never holds more than
+        ``max_reply_bytes`` plus one chunk; the worker's output is drained meanwhile, so
+        that a worker blocked on a full output pipe always gets to reply."""
+        limit = self.limits.max_reply_bytes
+        buffer = worker.buffer
+        end = buffer.find(b"\n")
+        if end < 0:
+            end = self._wait_for_line(worker, started + timeout_s, timeout_s)
+        if end > limit:
+            raise _WorkerGone("garbage", self._oversize_message())
+        line = bytes(buffer[:end])
+        del buffer[:end + 1]
+        return line
+
+    def _wait_for_line(self, worker: _Worker, deadline: float, timeout_s: float) -> int:
+        limit = self.limits.max_reply_bytes
+        buffer = worker.buffer
         stdout = worker.process.stdout
         assert stdout is not None
         fd = stdout.fileno()
         with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while b"\n" not in worker.buffer:
+            selector.register(fd, selectors.EVENT_READ, "reply")
+            if worker.output is not None:
+                selector.register(worker.output, selectors.EVENT_READ, "output")
+            while True:
+                if len(buffer) > limit:
+                    raise _WorkerGone("garbage", self._oversize_message())
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
-                if not selector.select(remaining):
-                    continue
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    raise _WorkerGone("crashed", self._death_message(worker))
-                worker.buffer.extend(chunk)
-                if len(worker.buffer) > self.limits.max_reply_bytes:
-                    raise _WorkerGone("garbage", "the reply exceeded "
-                                      f"{self.limits.max_reply_bytes} bytes")
-        line, _, rest = bytes(worker.buffer).partition(b"\n")
-        worker.buffer[:] = rest
-        return line
+                for key, _ in selector.select(remaining):
+                    if key.data == "output":
+                        if self._drain_once(worker) < 0:  # every writer closed it
+                            selector.unregister(key.fd)
+                            self._close_output(worker)
+                        continue
+                    chunk = os.read(fd, REPLY_CHUNK_BYTES)
+                    if not chunk:
+                        raise _WorkerGone("crashed", self._death_message(worker))
+                    scanned = len(buffer)
+                    buffer += chunk
+                    end = buffer.find(b"\n", scanned)
+                    if end >= 0:
+                        return end
+
+    def _oversize_message(self) -> str:
+        return f"the reply exceeded {self.limits.max_reply_bytes} bytes"
+
+    def _drain_once(self, worker: _Worker) -> int:
+        """Read one chunk of the worker's output into the sink, without waiting.
+
+        Returns the bytes read, 0 if the pipe is empty now, -1 once every writer has
+        closed it (the worker closed fds 1 and 2, or died).
+        """
+        if worker.output is None:
+            return -1
+        if self._output.full and worker.discard is not None:
+            # what is no longer kept is only counted: splice it away unread
+            try:
+                size = os.splice(worker.output, worker.discard, OUTPUT_CHUNK_BYTES)
+            except BlockingIOError:
+                return 0
+            except OSError:  # no splice here: read it instead
+                os.close(worker.discard)
+                worker.discard = None
+            else:
+                self._output.count(size)
+                return size if size else -1
+        try:
+            chunk = os.read(worker.output, OUTPUT_CHUNK_BYTES)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            return -1
+        if not chunk:
+            return -1
+        self._output.feed(chunk)
+        return len(chunk)
+
+    def _drain(self, worker: _Worker | None, limit: int) -> None:
+        """Read what the worker's output pipe holds now, up to ``limit`` bytes."""
+        read = 0
+        while worker is not None and read < limit:
+            size = self._drain_once(worker)
+            if size < 0:
+                self._close_output(worker)
+            if size <= 0:
+                return
+            read += size
+
+    @staticmethod
+    def _close_output(worker: _Worker) -> None:
+        output, worker.output = worker.output, None
+        discard, worker.discard = worker.discard, None
+        for fd in (output, discard):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def _death_message(self, worker: _Worker) -> str:
         try:
@@ -361,6 +725,9 @@ class StudentRunner:
             except ValueError:
                 name = f"signal {-code}"
             return f"the worker was killed by {name}"
+        if code == LAUNCHER_FAILED and self._protections.namespaces:
+            return (f"the worker exited with code {code}: the sandbox could not be set up "
+                    "(or serving.py called os._exit with that code)")
         return f"the worker exited with code {code} (sys.exit or os._exit in serving.py?)"
 
     def _stop(self) -> None:
@@ -379,6 +746,14 @@ class StudentRunner:
         except subprocess.TimeoutExpired:
             process.kill()
         sweep(self._token)  # anything the worker left, in any process group
+        self._drain(worker, IDLE_DRAIN_BYTES)  # what it wrote before it died is counted
+        self._close_output(worker)
+
+
+def budget_message(budget_s: float) -> str:
+    """Why a call is refused once the total time budget is spent."""
+    return (f"time budget exhausted: the submission's calls, imports and worker restarts "
+            f"have used the {budget_s:g} s that one grading allows them; this call was not run")
 
 
 def _earlier(reply_id: Any, ident: int) -> bool:

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from graders.cleanup import cache_folder, remove_tree
 from graders.errors import GraderError
 
 WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
@@ -35,7 +36,7 @@ def _requirement_name(requirement: str) -> str | None:
     return match.group(0) if match else None
 
 
-def _distribution_closure(roots: tuple[str, ...]) -> list[importlib.metadata.Distribution]:
+def distribution_closure(roots: tuple[str, ...]) -> list[importlib.metadata.Distribution]:
     """The installed distributions ``roots`` need, found through their metadata."""
     seen: dict[str, importlib.metadata.Distribution] = {}
     pending = list(roots)
@@ -129,7 +130,8 @@ def cached_runtime(private_parent: Path) -> Path:
     the shared folder has been tampered with (or belongs to someone else), a private one
     is built in ``private_parent`` instead, which its owner removes after the run.
     """
-    folder = Path(tempfile.gettempdir()) / f"serving-grader-runtime-{os.geteuid()}-{_runtime_key()}"
+    shared = cache_folder() or private_parent  # one place whatever TMPDIR is (cleanup.py)
+    folder = shared / f"serving-grader-runtime-{os.geteuid()}-{_runtime_key()}"
     if _is_trusted(folder):
         return folder
     if os.path.lexists(folder):  # tampered or foreign: build a private one for this run
@@ -141,7 +143,7 @@ def cached_runtime(private_parent: Path) -> Path:
             path.chmod(0o755 if path.is_dir() else 0o644)
         (staging / COMPLETE_MARKER).write_text(_manifest(staging), encoding="utf-8")
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         raise
     return publish_folder(staging, folder, _is_trusted)
 
@@ -156,7 +158,7 @@ def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool])
         os.rename(staging, folder)
     except OSError:
         if trusted(folder):
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_tree(staging)
             return folder
         return staging
     return folder
@@ -166,7 +168,7 @@ def prepare_runtime(destination: Path) -> Path:
     """Copy the worker script and pint's installed closure into ``destination``."""
     destination.mkdir(parents=True, exist_ok=True)
     shutil.copy2(WORKER_SCRIPT, destination / WORKER_SCRIPT.name)
-    for dist in _distribution_closure(WORKER_DISTRIBUTIONS):
+    for dist in distribution_closure(WORKER_DISTRIBUTIONS):
         for module in sorted(_top_level_modules(dist)):
             spec = importlib.util.find_spec(module)
             if spec is None or spec.origin is None:

@@ -88,11 +88,18 @@ OPTIONS: tuple[Option, ...] = (
            f"absolute tolerance for real numbers (default {DEFAULT_ABS_TOL:g})", "ABS"),
     Option("timeout", "--grader-timeout", positive_float, Limits.call_timeout_s,
            f"seconds one student call may take (default {Limits.call_timeout_s:g})", "SECONDS"),
+    Option("time_budget", "--grader-time-budget", positive_float, Limits.total_budget_s,
+           "seconds the student's code may take in one grading, all calls, imports and "
+           "restarts together; past it the remaining calls are refused (default "
+           f"{Limits.total_budget_s:g})", "SECONDS"),
     Option("examples", "--grader-examples", positive_int, 25,
-           "Hypothesis examples per invariant test (default 25)", "N"),
+           "examples per invariant test, drawn by a fixed generator (default 25)", "N"),
     Option("sandbox_user", "--grader-sandbox-user", str, DEFAULT_SANDBOX_USER,
-           "when run as root, the unprivileged user the student's code runs as, created "
-           f"if missing (default {DEFAULT_SANDBOX_USER})", "NAME"),
+           "when run as root, the unprivileged user the student's code runs as (created if "
+           f"missing): by default ({DEFAULT_SANDBOX_USER}) a free user of the pool "
+           f"{DEFAULT_SANDBOX_USER}-1 to -64, held by this grading alone; a named user is "
+           "held the same way and must be dedicated to grading (its processes and files "
+           "are removed)", "NAME"),
     Option("golden", "--grader-golden", str, None,
            "expected values from this golden file instead of the reference (default: the "
            "reference when installed, else the golden.json of a student bundle)", "PATH"),
@@ -148,7 +155,7 @@ def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Sett
         tracks=path("tracks"),
         max_score=raw["max_score"][0],
         tolerance=Tolerance(rel=raw["rel_tol"][0], abs=raw["abs_tol"][0]),
-        limits=Limits(call_timeout_s=raw["timeout"][0]),
+        limits=Limits(call_timeout_s=raw["timeout"][0], total_budget_s=raw["time_budget"][0]),
         examples=raw["examples"][0],
         sandbox_user=raw["sandbox_user"][0],
         golden=path("golden"),

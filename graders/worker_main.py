@@ -15,9 +15,16 @@ Protocol, one JSON object per line:
 
 Values the student returns are reduced to plain data here: bool, int, float, str,
 None and lists. Anything else becomes ``{"$unsupported": TYPE}``; a result field the
-object lacks becomes ``{"$missing": FIELD}``.
+object lacks becomes ``{"$missing": FIELD}``. Every text (a str value, an exception
+message) is cut to MAX_TEXT characters with a visible marker, and every sequence to
+MAX_SEQUENCE items, so that a reply stays small; the grader refuses a longer reply line.
+
+The submission's stdout and stderr (fds 1 and 2, whatever writes to them) are one pipe
+that the grader drains: they are flushed before every reply, so that a call's output is
+in the pipe by the time its reply is.
 """
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -29,8 +36,27 @@ import types
 from typing import Any, TextIO
 
 MAX_SEQUENCE = 1000
-MAX_TEXT = 2000
+MAX_TEXT = 500
 REGISTRY: list[Any] = []
+#: The grader's limit on one reply line, in bytes (from the init request).
+REPLY_LIMIT: list[int] = []
+
+
+class ReplyTooLarge(Exception):
+    """The reply would be longer than the grader reads: it is not built further."""
+
+
+class Budget:
+    """Bytes a reply may still take; a lower bound of its JSON size is charged."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+
+    def spend(self, size: int) -> None:
+        if self.left is not None:
+            self.left -= size
+            if self.left < 0:
+                raise ReplyTooLarge
 
 
 def set_limits(limits: dict[str, int]) -> None:
@@ -87,13 +113,21 @@ def decode(value: Any) -> Any:
     return {k: decode(v) for k, v in value.items()}
 
 
-def plain(value: Any, depth: int = 0) -> Any:
-    """Reduce a student value to plain JSON data, reading numbers through their base types."""
+def plain(value: Any, depth: int = 0, budget: Budget | None = None) -> Any:
+    """Reduce a student value to plain JSON data, reading numbers through their base types.
+
+    Texts are cut to MAX_TEXT characters and sequences to MAX_SEQUENCE items; ``budget``
+    stops the work (ReplyTooLarge) once the reply would exceed the grader's line limit.
+    """
+    budget = budget or Budget(None)
+    budget.spend(1)
     kind = type(value)
     if value is None or kind is bool:
         return value
-    if kind is float or kind is int or kind is str:
+    if kind is float or kind is int:
         return value
+    if kind is str:
+        return spent(bounded_text(value), budget)
     if isinstance(value, bool):
         return bool.__bool__(value)
     if isinstance(value, int):
@@ -101,7 +135,7 @@ def plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, float):
         return float.__float__(value)
     if isinstance(value, str):
-        return str.__str__(value)[:MAX_TEXT]
+        return spent(bounded_text(str.__str__(value)), budget)
     if getattr(kind, "__module__", "") == "numpy" and hasattr(value, "item"):
         try:
             item = value.item()
@@ -115,25 +149,40 @@ def plain(value: Any, depth: int = 0) -> Any:
         for item in items:
             if len(out) >= MAX_SEQUENCE:
                 break
-            out.append(plain(item, depth + 1))
+            out.append(plain(item, depth + 1, budget))
         return out
     return {"$unsupported": str(getattr(kind, "__qualname__", "object"))[:80]}
 
 
-def read_fields(result: Any, fields: list[str] | None) -> Any:
+def spent(text: str, budget: Budget) -> str:
+    """``text``, once its length is charged to ``budget``."""
+    budget.spend(len(text))
+    return text
+
+
+def bounded_text(text: str) -> str:
+    """``text`` (a plain str), cut to MAX_TEXT characters with a marker naming its length."""
+    if len(text) <= MAX_TEXT:
+        return text
+    return f"{text[:MAX_TEXT]}\u2026 [truncated, {len(text)} chars]"
+
+
+def read_fields(result: Any, fields: list[str] | None, budget: Budget | None = None) -> Any:
     """Read ``fields`` from a result object by attribute, or by position from a tuple."""
     if fields is None:
-        return plain(result)
+        return plain(result, 0, budget)
     positional = isinstance(result, tuple) and tuple.__len__(result) == len(fields)
     values: dict[str, Any] = {}
     for index, field in enumerate(fields):
         try:
             if hasattr(result, field):
-                values[field] = plain(getattr(result, field))
+                values[field] = plain(getattr(result, field), 0, budget)
             elif positional:
-                values[field] = plain(tuple.__getitem__(result, index))
+                values[field] = plain(tuple.__getitem__(result, index), 0, budget)
             else:
                 values[field] = {"$missing": field}
+        except ReplyTooLarge:
+            raise
         except Exception as error:
             values[field] = {"$error": describe(error)}
     return values
@@ -147,7 +196,7 @@ def describe(error: BaseException) -> str:
         message = "<message could not be read>"
     name = getattr(type(error), "__name__", "Exception")
     text = f"{name}: {message}" if message else str(name)
-    return text[:MAX_TEXT]
+    return bounded_text(text)
 
 
 def encode(reply: dict[str, Any]) -> str:
@@ -192,7 +241,27 @@ def answer(module: types.ModuleType, request: dict[str, Any]) -> dict[str, Any]:
     args = decode(request.get("args", []))
     kwargs = decode(request.get("kwargs", {}))
     result = function(*args, **kwargs)
-    return {"id": ident, "ok": True, "value": read_fields(result, request.get("fields"))}
+    budget = Budget(REPLY_LIMIT[0] if REPLY_LIMIT else None)
+    try:
+        value = read_fields(result, request.get("fields"), budget)
+    except ReplyTooLarge:  # the grader would refuse the line: say so in a short one
+        return {"id": ident, "ok": False, "oversize": True}
+    return {"id": ident, "ok": True, "value": value}
+
+
+def flush_output() -> None:
+    """Push what the submission printed into the output pipe, ahead of the reply."""
+    for name in ("stdout", "stderr"):
+        # replaced, closed or hostile: the submission's own business
+        with contextlib.suppress(BaseException):
+            getattr(sys, name).flush()
+
+
+def send(replies: TextIO, reply: dict[str, Any]) -> None:
+    """Flush the submission's output, then write one reply line."""
+    flush_output()
+    replies.write(encode(reply) + "\n")
+    replies.flush()
 
 
 def serve_forever(module: types.ModuleType, requests: TextIO, replies: TextIO) -> None:
@@ -206,12 +275,15 @@ def serve_forever(module: types.ModuleType, requests: TextIO, replies: TextIO) -
             reply = answer(module, request)
         except BaseException as error:  # the submission's exception fails this call only
             reply = {"id": request.get("id"), "ok": False, "error": describe(error)}
-        replies.write(encode(reply) + "\n")
-        replies.flush()
+        send(replies, reply)
 
 
 def main() -> None:
-    """Move the protocol off fds 0/1, limit resources, import the submission, serve."""
+    """Move the protocol off fds 0/1, limit resources, import the submission, serve.
+
+    fd 2 is the output pipe the grader drains; fd 1 becomes a second copy of it, so that
+    print, sys.stderr and raw writes to fds 1 and 2 all land there, never in the protocol.
+    """
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -219,14 +291,16 @@ def main() -> None:
     os.dup2(2, 1)
     init = json.loads(requests.readline())
     sys.path[:0] = list(init.get("path", []))
-    set_limits(init.get("limits", {}))
+    limits = init.get("limits", {})
+    if isinstance(limits.get("reply_bytes"), int):
+        REPLY_LIMIT.append(limits["reply_bytes"])
+    set_limits(limits)
     sys.setrecursionlimit(int(init.get("recursion_limit", 3000)))
     path = init["submission"]
     try:
         module = import_submission(path)
     except BaseException as error:
-        replies.write(encode({"ready": False, "error": import_failure(error, path)}) + "\n")
-        replies.flush()
+        send(replies, {"ready": False, "error": import_failure(error, path)})
         return
     pint_loaded = False
     if init.get("preload_pint"):
@@ -235,8 +309,7 @@ def main() -> None:
             pint_loaded = True
         except Exception:
             pint_loaded = False
-    replies.write(encode({"ready": True, "pint": pint_loaded}) + "\n")
-    replies.flush()
+    send(replies, {"ready": True, "pint": pint_loaded})
     serve_forever(module, requests, replies)
 
 

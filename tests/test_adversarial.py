@@ -43,6 +43,7 @@ from typing import Any
 
 import pytest
 
+from graders.cleanup import cache_folder
 from graders.runner import Limits
 
 pytestmark = pytest.mark.slow
@@ -137,9 +138,10 @@ EXPECTED: dict[str, Outcome] = {
     # --- comparison tricks: the worker reads values through their base types ------------
     "always_equal_result": honest(),
     "always_equal_fields": honest(),
-    # The plain twin of the liars, ServeResult(0.0, 0.0, 0), passes one invariant
-    # (a constant throughput "never falls", 1 point): 89, and the lies add nothing to it.
-    "float_subclass_lies": honest(89.0),
+    # The plain twin of the liars, ServeResult(0.0, 0.0, 0), is a constant: it earns no
+    # invariant (a constant throughput "never falls", but it does not rise where batching
+    # saves passes), and the lies add nothing to it.
+    "float_subclass_lies": honest(),
     "class_spoofing": honest(),
     "nonfinite_answers": honest(),
     "numpy_scalars": unimportable("No module named 'numpy'"),
@@ -201,9 +203,10 @@ EXPECTED: dict[str, Outcome] = {
     "hostile_repr": honest(),
     "reduce_payload": honest(markers=PAYLOAD_MARKERS),
     "getattr_raises": honest(),
-    # Right on odd calls, wrong on even ones: 18 of 36 serve cases (4 of 8 points) and the
-    # passes invariant (1 point) are lost; graded twice, it scores the same.
-    "changing_answers": honest(95.0),
+    # Right on odd calls, wrong on even ones: 18 of 36 serve cases (4 of 8 points), the
+    # passes invariant (1 point) and the throughput invariant (1 point: it asks one input
+    # twice and gets two answers) are lost; graded twice, it scores the same.
+    "changing_answers": honest(94.0),
     "sleepy_properties": honest(slow=True),
     # --- bundled files: no effect at all --------------------------------------------------
     "bundled_pytest_files": honest(100.0, reaches=frozenset(), markers=BUNDLED_MARKERS),
@@ -239,8 +242,29 @@ class Graded:
         return document
 
 
+#: Cases graded by a module of their own, which asserts their outcome (exact score, nothing
+#: left behind, outputs untouched) with checks specific to the attack; this module does
+#: not grade them a second time.
+GRADED_ELSEWHERE = {
+    "print_per_request": "test_adversarial_runner.py",
+    "flood_output_gigabytes": "test_adversarial_runner.py",
+    "huge_string_fields": "test_adversarial_runner.py",
+    "slow_calls": "test_adversarial_runner.py",
+    "fill_tmp_disk": "test_confinement.py",
+    "network_listen_connect": "test_confinement.py",
+    "sysv_ipc_leftovers": "test_confinement.py",
+    "hostile_text": "test_adversarial_outputs.py",
+    "plant_output_symlinks": "test_adversarial_outputs.py",
+    "deep_directory_tree": "test_adversarial_cleanup.py",
+    "read_other_grading": "test_adversarial_cleanup.py",
+    "leave_shared_files": "test_adversarial_cleanup.py",
+}
+
+
 def case_names() -> list[str]:
-    return sorted(p.name for p in ADVERSARIAL.iterdir() if (p / "serving.py").is_file())
+    """The cases this module grades (every folder but those graded elsewhere)."""
+    return sorted(p.name for p in ADVERSARIAL.iterdir()
+                  if (p / "serving.py").is_file() and p.name not in GRADED_ELSEWHERE)
 
 
 def copy_case(source: Path, destination: Path) -> None:
@@ -337,7 +361,8 @@ def grade(name: str, source: Path, base: Path, seed: Path | None = None, *,
     patterns = EXPECTED[name.split(" (")[0]].markers if name.split(" (")[0] in EXPECTED else ()
     markers = {str(p) for pattern in patterns for p in home.glob(pattern)}
     markers |= {str(p) for p in bundled_markers(submission)}
-    tampered = tampered_files(tmp) if name in EXPECTED and EXPECTED[name].tampers_cache else []
+    tampered = [*tampered_files(tmp), *tampered_files(cache_folder() or tmp)] \
+        if name in EXPECTED and EXPECTED[name].tampers_cache else []
     return Graded(name, home, completed.returncode, completed.stdout, completed.stderr, text,
                   elapsed, tuple(survivors), left, tuple(sorted(markers)), tuple(tampered))
 
@@ -402,6 +427,14 @@ MARKED = sorted(name for name, outcome in EXPECTED.items() if outcome.markers)
 def test_every_adversarial_folder_has_an_expected_outcome() -> None:
     assert set(case_names()) == set(EXPECTED), "add or remove the folder's row in EXPECTED"
     assert len(EXPECTED) >= 32
+
+
+def test_every_case_graded_elsewhere_is_graded_by_its_module() -> None:
+    folders = {p.name for p in ADVERSARIAL.iterdir() if (p / "serving.py").is_file()}
+    assert set(GRADED_ELSEWHERE) <= folders
+    for name, module in GRADED_ELSEWHERE.items():
+        assert f'"{name}"' in (Path(__file__).with_name(module)).read_text(encoding="utf-8"), \
+            f"{module} does not grade {name}"
 
 
 def test_no_hostile_file_in_the_repository_can_be_collected_or_imported_by_accident() -> None:

@@ -147,12 +147,15 @@ EXPECTED: dict[str, Expected] = {
     # --- cold_start_latency --------------------------------------------------------------
     # protected_fraction always 0: the 5 "warm pool k of n" cases with k > 0, plus the
     # defaults where the track has a warm pool (all but iphone): 13/19, iphone 14/19.
-    # "A larger warm pool never raises the exposed latency" still holds (it is constant).
-    "warm_pool_ignored": expected(97.578947, {"cold_start_latency"}, {
+    # "A larger warm pool never raises the exposed latency" holds (it is constant), but its
+    # strict condition fails: a warm pool of every replica must lower the exposed latency
+    # (1 point more).
+    "warm_pool_ignored": expected(96.578947, {"cold_start_latency"}, {
         "graders/suite/test_cases.py::test_cold_start_latency[cloud_fleet]",
         "graders/suite/test_cases.py::test_cold_start_latency[iphone]",
         "graders/suite/test_cases.py::test_cold_start_latency[oura_ring]",
         "graders/suite/test_cases.py::test_cold_start_latency[robotaxi]",
+        "graders/suite/test_invariants.py::test_warm_pool_never_raises_exposed_latency",
     }),
     # max(storage, link): cloud_fleet (7 vs 64 GB/s) and robotaxi (1 vs 3.75 GB/s) fail
     # every case; iphone and oura_ring have storage == link == memory bandwidth, so only
@@ -181,11 +184,17 @@ EXPECTED: dict[str, Expected] = {
         "graders/suite/test_cases.py::test_cache_capacity[robotaxi]",
     }),
     # --- transformer_state_gb ------------------------------------------------------------
-    # No factor 2: only cloud_fleet's Llama-2-70B has layers and hidden_dim (the other
-    # models give None, which stays right). Knock-on: cache_capacity calls the student's
-    # transformer_state_gb; on cloud_fleet only "0 tokens" (state 0) survives (1/16).
-    "kv_state_no_factor_2": expected(97.125, {"transformer_state_gb", "cache_capacity"}, {
+    # No factor 2: only cloud_fleet's Llama-2-70B has layers and hidden_dim, and every one
+    # of its states is wrong. The other models give None, which is right but trivial
+    # (computing nothing gives it too), so those cases count only once a real state is
+    # right: the three other tracks' transformer_state_gb tests earn nothing (1 point
+    # each). Knock-on: cache_capacity calls the student's transformer_state_gb; on
+    # cloud_fleet only "0 tokens" (state 0) survives (1/16).
+    "kv_state_no_factor_2": expected(94.125, {"transformer_state_gb", "cache_capacity"}, {
         "graders/suite/test_cases.py::test_transformer_state_gb[cloud_fleet]",
+        "graders/suite/test_cases.py::test_transformer_state_gb[iphone]",
+        "graders/suite/test_cases.py::test_transformer_state_gb[oura_ring]",
+        "graders/suite/test_cases.py::test_transformer_state_gb[robotaxi]",
         "graders/suite/test_cases.py::test_cache_capacity[cloud_fleet]",
     }),
     # --- serve ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from graders.export import SuiteTest, export_student, suite_tests, visible_share
 from graders.reports import gradescope_problems
 from graders.scoring import GraderMark
 from graders.tracks import default_tracks_dir, load_tracks
+from graders.versions import GRADING_PACKAGES, REPORT_PACKAGES, pinned, pinned_requirements
 
 REPO = Path(__file__).resolve().parent.parent
 ADVERSARIAL = REPO / "tests" / "adversarial"
@@ -142,8 +143,18 @@ def test_the_bundle_pyproject_installs_the_plugin_without_the_reference(bundle: 
     assert project["project"]["entry-points"]["pytest11"] == {
         "serving_grader": "graders.plugin"}
     assert project["tool"]["pytest"]["ini_options"]["grader_student"] == "serving.py"
+    # the grading dependencies, each pinned exactly as graders/constraints.txt pins it
+    pins = pinned()
+    dependencies = dict(item.split("==") for item in project["project"]["dependencies"])
     ours = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["project"]["dependencies"] == ours["dependencies"]
+    for requirement in ours["dependencies"]:
+        name = requirement.split(">=")[0].lower()
+        assert dependencies[name] == pins[name]
+    assert all(pins[name] == version for name, version in dependencies.items())
+    report = dict(item.split("==") for item in
+                  project["project"]["optional-dependencies"]["report"])
+    assert report["matplotlib"] == pins["matplotlib"]
+    assert "constraints.txt" in project["tool"]["setuptools"]["package-data"]["graders"]
 
 
 def test_the_student_readme_states_the_visible_points(bundle: Path) -> None:
@@ -177,7 +188,9 @@ def test_export_student_makes_missing_parent_folders_and_a_readable_bundle(
 def test_the_bundle_takes_only_modules_from_the_package(bundle: Path) -> None:
     package = [f for f in bundle_files(bundle) if f.startswith("graders/")]
     assert package
-    assert all(f.endswith((".py", "/py.typed")) or f == "graders/golden.json" for f in package)
+    assert all(f.endswith((".py", "/py.typed"))
+               or f in ("graders/golden.json", "graders/constraints.txt") for f in package)
+    assert "graders/constraints.txt" in package  # the pins the bundle installs and checks
 
 
 def test_a_hidden_test_outside_a_hidden_module_stops_the_export() -> None:
@@ -257,6 +270,15 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     no_reference = run([python, "-c", "import reference"], cwd=tmp_path)
     assert no_reference.returncode == 1
     assert "No module named 'reference'" in no_reference.stderr
+    assert installed_differences(python) == []  # the bundle installs the pinned versions
+    pins = clone / "graders" / "constraints.txt"
+    official = pins.read_text(encoding="utf-8")
+    pins.write_text(official.replace(f"Pint=={pinned()['pint']}", "Pint==0.0.1"),
+                    encoding="utf-8")
+    drifted = run([python.with_name("pytest"), "--collect-only", "-q"], cwd=clone)
+    assert "serving-grader: WARNING: pint " in drifted.stdout
+    assert "(official: 0.0.1): your local score may differ" in drifted.stdout
+    pins.write_text(official, encoding="utf-8")
 
     pytest_bin = python.with_name("pytest")
     template = run([pytest_bin, "--grader-results", "template.json"], cwd=clone)
@@ -273,6 +295,9 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     assert results["score"] == 95.0
     assert len(results["tests"]) == 46
     assert all(t["score"] == t["max_score"] for t in results["tests"])
+    # the invariants met the very inputs they meet in this checkout (another install mode)
+    assert results["extra_data"]["invariant_inputs_sha256"] == checkout_invariant_inputs(
+        tmp_path)
 
     shutil.copyfile(CORPUS / BUGGY / "serving.py", clone / "serving.py")
     graded = run([python.with_name("graders"), "grade", "serving.py", "--results",
@@ -285,6 +310,33 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     assert {t["name"]: t["score"] for t in load(clone / "buggy.json")["tests"]} == visible
     assert load(clone / "buggy.json")["score"] == pytest.approx(sum(visible.values()), abs=1e-5)
     assert load(clone / "buggy.json")["score"] < 95.0
+
+
+def installed_differences(python: Path) -> list[str]:
+    """The pinned grading dependencies whose version in ``python``'s environment differs
+    (or that it lacks; matplotlib, the report extra, may be absent)."""
+    code = ("import json, importlib.metadata as m\n"
+            "def version(name):\n"
+            "    try:\n        return m.version(name)\n"
+            "    except m.PackageNotFoundError:\n        return None\n"
+            f"pins = {pinned()!r}\n"
+            "print(json.dumps({n: version(n) for n in pins}))")
+    done = run([python, "-c", code], cwd=python.parent)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    optional = {requirement.partition("==")[0] for requirement in pinned_requirements(
+        REPORT_PACKAGES, without=GRADING_PACKAGES)}
+    return [f"{name} {found[name]} (pinned {version})" for name, version in pinned().items()
+            if found[name] != version and not (found[name] is None and name in optional)]
+
+
+def checkout_invariant_inputs(tmp_path: Path) -> str:
+    """The digest of the invariant tests' inputs when this checkout grades the correct
+    solution (every install mode must give the same)."""
+    results = tmp_path / "checkout-correct.json"
+    assert graders("grade", CORPUS / "correct", "--results", results).returncode == 0
+    digest: str = load(results)["extra_data"]["invariant_inputs_sha256"]
+    return digest
 
 
 def gradescope_root(autograder_zip: Path, root: Path) -> Path:
@@ -323,10 +375,14 @@ def test_the_gradescope_zip_sets_up_and_grades_in_an_autograder_root(
     assert setup.returncode == 0, setup.stdout + setup.stderr
     assert "the serving-lab grader is installed in" in setup.stdout
     assert (root / "venv" / "bin" / "graders").is_file()
+    assert installed_differences(root / "venv" / "bin" / "python") == []
 
     correct = run_autograder(root, CORPUS / "correct", 1001)
     assert correct["score"] == 100.0
     assert len(correct["tests"]) == 48
+    # installed into site-packages, the invariants meet the inputs of this checkout
+    assert correct["extra_data"]["invariant_inputs_sha256"] == checkout_invariant_inputs(
+        tmp_path)
     buggy = run_autograder(root, CORPUS / BUGGY, 1002)
     assert buggy["score"] == BUGGY_SCORE
 

@@ -48,9 +48,11 @@ from graders.class_roster import (
     submission_file,
 )
 from graders.errors import SubmissionError
-from graders.job_slots import kill_marked
+from graders.job_slots import claim_slots, kill_marked, release_slots
 from graders.progress import Progress
+from graders.regrade_job import child_environment, grade_command, passed_fds
 from graders.regrade_state import BATCH_MODULES, grader_fingerprint
+from graders.sandbox import LOCK_VARIABLE
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus"
@@ -348,6 +350,60 @@ def test_processes_marked_with_a_slot_folder_are_killed(tmp_path: Path) -> None:
     finally:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
+
+
+def deep_folders(top: Path, depth: int = 3000) -> None:
+    """``depth`` nested folders below ``top``, deeper than the recursion limit and with
+    paths longer than PATH_MAX (made through descriptors)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open(b"odd\nname\xff", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+        os.fchmod(fd, 0)
+    finally:
+        os.close(fd)
+
+
+def test_a_slot_holding_trees_deeper_than_the_recursion_limit_is_emptied_without_raising(
+        tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    slot, = claim_slots(1, tmp_path / "work", tmp_path / "private")
+    try:
+        for folder in (slot.temp, slot.private, slot.folder):
+            (folder / "deep").mkdir()
+            deep_folders(folder / "deep")
+        assert slot.clean() == []
+        assert os.listdir(slot.folder) == ["tmp"]
+        assert os.listdir(slot.temp) == []
+        assert os.listdir(slot.private) == []
+    finally:
+        release_slots([slot])
+
+
+def test_a_jobs_grading_is_handed_the_slots_sandbox_user_and_its_lock(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    slot, = claim_slots(1, tmp_path / "work", tmp_path / "private")
+    try:
+        command = grade_command(slot.private / "serving.py", slot.private / "results.json",
+                                slot, [])
+        environment = child_environment(slot)
+        assert environment["TMPDIR"] == str(slot.temp)
+        if slot.user is None:  # without root: no sandbox user to hand down
+            assert "--sandbox-user" not in command
+            assert LOCK_VARIABLE not in environment
+            assert passed_fds(slot) == ()
+            return
+        assert slot.user.claim is not None
+        assert command[command.index("--sandbox-user") + 1] == slot.user.name
+        assert environment[LOCK_VARIABLE] == f"{slot.user.name}:{slot.user.claim.fd}"
+        assert passed_fds(slot) == (slot.user.claim.fd,)
+    finally:
+        release_slots([slot])
+    assert slot.user is None or not slot.user.exclusive
 
 
 # --- usage errors --------------------------------------------------------------------------

@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from graders.reports import SCHEMA_VERSION, gradescope_results, score_table, write_json_atomically
+from graders.reports import (
+    SCHEMA_VERSION,
+    gradescope_results,
+    partial_run,
+    score_table,
+    write_json_atomically,
+)
 from graders.scoring import (
     SCORE_DECIMALS,
     VISIBILITIES,
@@ -196,8 +202,8 @@ def test_the_tags_name_the_function_and_the_track_when_there_is_one() -> None:
 #: 100/3 and 100/9 as written out, spelled from the decimals rather than by rounded().
 THIRD = float("33." + "3" * SCORE_DECIMALS)
 NINTH = float("11." + "1" * SCORE_DECIMALS)
-TEST_KEYS = {"name", "number", "score", "max_score", "status", "output", "tags", "visibility",
-             "extra_data"}
+TEST_KEYS = {"name", "name_format", "number", "score", "max_score", "status", "output",
+             "output_format", "tags", "visibility", "extra_data"}
 
 
 def graded() -> list[TestScore]:
@@ -214,8 +220,10 @@ def graded() -> list[TestScore]:
 
 def test_a_results_document_has_the_gradescope_top_level_fields() -> None:
     document = gradescope_results(graded(), execution_time_s=4.12345, output="Score: 44/100")
-    assert set(document) == {"score", "execution_time", "output", "stdout_visibility",
+    assert set(document) == {"score", "execution_time", "output", "output_format",
+                             "test_output_format", "test_name_format", "stdout_visibility",
                              "extra_data", "tests"}
+    assert document["output_format"] == document["test_output_format"] == "text"
     assert document["score"] == rounded(Fraction(400, 9)) == float("44." + "4" * SCORE_DECIMALS)
     assert document["execution_time"] == 4.123
     assert document["output"] == "Score: 44/100"
@@ -229,8 +237,9 @@ def test_each_test_entry_has_the_gradescope_fields() -> None:
     assert [set(test) for test in tests] == [TEST_KEYS] * 3
     first, second, third = tests
     assert first == {
-        "name": "serve matches", "number": "1", "score": THIRD, "max_score": THIRD,
-        "status": "passed", "output": "All cases passed.", "tags": ["serve"],
+        "name": "serve matches", "name_format": "text", "number": "1", "score": THIRD,
+        "max_score": THIRD, "status": "passed", "output": "All cases passed.",
+        "output_format": "text", "tags": ["serve"],
         "visibility": "visible",
         "extra_data": {"nodeid": "suite::serve matches", "outcome": "passed",
                        "passed_cases": 36, "total_cases": 36},
@@ -338,12 +347,12 @@ def test_a_failed_replace_removes_the_temp_file(tmp_path: Path) -> None:
 
 def table_scores() -> list[TestScore]:
     return [
-        score("serve a", max_score=Fraction(8), earned=Fraction(8)),
-        score("serve b", max_score=Fraction(4), earned=Fraction(1)),
+        score("serve a", max_score=Fraction(8), earned=Fraction(8), status="passed"),
+        score("serve b", max_score=Fraction(4), earned=Fraction(1), status="failed"),
         score("cache iphone", function="cache_capacity", track="iphone",
-              max_score=Fraction(100, 3), earned=Fraction(100, 6)),
+              max_score=Fraction(100, 3), earned=Fraction(100, 6), status="failed"),
         score("cache robotaxi", function="cache_capacity", track="robotaxi",
-              max_score=Fraction(100, 3), earned=Fraction(0)),
+              max_score=Fraction(100, 3), earned=Fraction(0), status="failed"),
     ]
 
 
@@ -363,7 +372,7 @@ def test_the_table_has_a_row_per_function_then_per_track_then_the_total() -> Non
 
 
 def test_a_table_without_tracks_has_no_track_section() -> None:
-    lines = score_table([score(max_score=Fraction(12), earned=Fraction(6))])
+    lines = score_table([score(max_score=Fraction(12), earned=Fraction(6), status="failed")])
     assert not any(line.startswith("track") for line in lines)
     assert lines[-1] == "TOTAL 6.00 / 12.00"
     assert any(line.startswith("serve") and "6.00" in line and "12.00" in line
@@ -372,3 +381,14 @@ def test_a_table_without_tracks_has_no_track_section() -> None:
 
 def test_an_empty_table_still_has_a_total_line() -> None:
     assert score_table([]) == ["TOTAL 0.00 / 0.00"]
+
+
+def test_a_table_of_a_partial_run_gives_no_total_and_says_what_ran() -> None:
+    scores = [score("a", max_score=Fraction(8), earned=Fraction(4), status="failed"),
+              score("b", max_score=Fraction(12), earned=Fraction(12), status="passed"),
+              score("c", max_score=Fraction(80))]
+    lines = score_table(scores)
+    assert not any(line.startswith("TOTAL") for line in lines)
+    assert lines[-1] == ("partial run: 2 of 3 graded tests, 16.00 of their 20.00 points; "
+                         "run `pytest` with no selection for your score")
+    assert partial_run(scores[:2]) is None

@@ -25,7 +25,9 @@ if [ -z "$PYTHON" ]; then
 fi
 
 "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$SOURCE"
+# exactly the versions CI tested (graders/constraints.txt), as the student bundle pins them
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --constraint "$SOURCE/graders/constraints.txt" "$SOURCE"
 # the grader's sources (reference and hidden cases included) are root's alone
 chmod -R go-rwx "$SOURCE"
 

@@ -1,0 +1,189 @@
+"""Credit only for real answers: trivial cases, constant functions, and the function gate.
+
+Three rules decide whether passing checks earn points (README, "How a score is made"):
+
+- A case is *trivial* when every value it expects is degenerate (None, a bool, 0, 1, an
+  infinity) or echoes one of its inputs: a function that does nothing, or returns its
+  arguments, gets it right. A trivial case counts only once the same function passes a
+  non-trivial case somewhere in the run (or when the run's tracks give it none to pass).
+- A function that gives the same answer whatever it is asked earns nothing from any test.
+- An invariant test pays only when its function computes some non-trivial value of its
+  cases right, field by field (the gate).
+
+All three are decided on the evidence of every visible case of the function, so the
+verdict does not depend on which test runs first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Leaf values a function that computes nothing can still produce.
+_DEGENERATE = (0, 1)
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    """The scalar values inside a plain value (dicts of fields, lists, scalars)."""
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def input_scalars(value: Any, depth: int = 0) -> set[Any]:
+    """Every number and string reachable in a case's inputs (quantities by magnitude)."""
+    found: set[Any] = set()
+    if depth > 6:
+        return found
+    if isinstance(value, bool) or value is None:
+        return found
+    if isinstance(value, int | float) and math.isfinite(value):
+        found.add(float(value))
+    elif isinstance(value, str):
+        found.add(value)
+    elif hasattr(value, "m_as") and hasattr(value, "magnitude"):
+        magnitude = value.magnitude
+        if isinstance(magnitude, int | float):
+            found.add(float(magnitude))
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            found |= input_scalars(item, depth + 1)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            found |= input_scalars(item, depth + 1)
+    elif hasattr(value, "__dict__"):
+        for item in vars(value).values():
+            found |= input_scalars(item, depth + 1)
+    return found
+
+
+def _trivial_leaf(leaf: Any, inputs: set[Any]) -> bool:
+    if leaf is None or isinstance(leaf, bool):
+        return True
+    if isinstance(leaf, int | float):
+        if math.isnan(leaf) or math.isinf(leaf) or leaf in _DEGENERATE:
+            return True
+        return float(leaf) in inputs
+    if isinstance(leaf, str):
+        return leaf in inputs
+    return False
+
+
+def is_trivial(expected: Any, inputs: Iterable[Any]) -> bool:
+    """Whether a function that computes nothing could produce ``expected`` for ``inputs``."""
+    scalars: set[Any] = set()
+    for value in inputs:
+        scalars |= input_scalars(value)
+    return all(_trivial_leaf(leaf, scalars) for leaf in _leaves(expected))
+
+
+def nontrivial_matches(expected: Any, answer: Any, inputs: Iterable[Any],
+                       same: Callable[[Any, Any], bool]) -> int:
+    """How many non-trivial values of ``expected`` the answer gets right, field by field
+    (a dict's fields, a list's items): evidence of a real computation even in a case
+    whose other fields are wrong."""
+    scalars: set[Any] = set()
+    for value in inputs:
+        scalars |= input_scalars(value)
+    if isinstance(expected, Mapping):
+        parts = [(expected[name], answer.get(name) if isinstance(answer, Mapping) else None)
+                 for name in expected]
+    elif isinstance(expected, list | tuple):
+        given = list(answer) if isinstance(answer, list | tuple) else []
+        parts = [(item, given[index] if index < len(given) else None)
+                 for index, item in enumerate(expected)]
+    else:
+        parts = [(expected, answer)]
+    return sum(1 for wanted, got in parts
+               if not all(_trivial_leaf(leaf, scalars) for leaf in _leaves(wanted))
+               and same(wanted, got))
+
+
+def answer_key(value: Any) -> str:
+    """A canonical text of a plain answer: equal answers give equal keys."""
+    return json.dumps(value, sort_keys=True, allow_nan=True, separators=(",", ":"))
+
+
+@dataclass
+class FunctionEvidence:
+    """What one contract function answered across its visible cases."""
+
+    cases: int = 0
+    answered: int = 0
+    nontrivial: int = 0
+    nontrivial_passed: int = 0
+    #: Non-trivial values (fields) answered right, in passed and failed cases alike.
+    nontrivial_values_right: int = 0
+    answers: set[str] = field(default_factory=set)
+    expected: set[str] = field(default_factory=set)
+    #: Why the first unanswered case got no answer ("" while every case was answered).
+    first_failure: str = ""
+
+    def record(self, *, expected: Any, answer: Any | None, answered: bool, passed: bool,
+               trivial: bool, failure: str = "", values_right: int = 0) -> None:
+        """Add one case: what was expected, what came back (if anything), the verdict, and
+        how many of its non-trivial values the answer got right."""
+        self.cases += 1
+        self.nontrivial_values_right += values_right
+        if not answered and not self.first_failure:
+            self.first_failure = failure or "no answer"
+        if answered:
+            self.answered += 1
+            self.answers.add(answer_key(answer))
+            self.expected.add(answer_key(expected))
+        if not trivial:
+            self.nontrivial += 1
+            self.nontrivial_passed += passed
+
+    @property
+    def constant(self) -> bool:
+        """One answer for inputs that call for different ones."""
+        return len(self.answers) == 1 and len(self.expected) > 1
+
+    @property
+    def earns_invariants(self) -> bool:
+        """Some non-trivial value is computed right (or the run has none to compute)."""
+        return (self.nontrivial_values_right > 0 or self.nontrivial == 0) \
+            and not self.constant
+
+    @property
+    def earns_trivial_cases(self) -> bool:
+        """A non-trivial case passed, or the run has none to pass (then nothing tells an
+        honest answer from a trivial one, and the honest one must not lose)."""
+        return (self.nontrivial_passed > 0 or self.nontrivial == 0) and not self.constant
+
+
+def _constant_reason(function: str, evidence: FunctionEvidence) -> str | None:
+    if evidence.constant:
+        return (f"{function} gives the same answer whatever it is asked, so none of its "
+                "tests earn points")
+    if evidence.answered == 0 and evidence.cases:
+        return f"{function} answered none of its cases: {evidence.first_failure}"
+    return None
+
+
+def trivial_refusal(function: str, evidence: FunctionEvidence) -> str | None:
+    """Why the passed trivial cases of ``function`` do not count, or None if they do."""
+    if evidence.earns_trivial_cases:
+        return None
+    return _constant_reason(function, evidence) or (
+        f"{function} passes none of its cases that need a real computation, so its cases "
+        "with trivial answers (None, 0, a flag, an echo of an input) do not count yet")
+
+
+def invariant_refusal(function: str, evidence: FunctionEvidence) -> str | None:
+    """Why the invariant tests of ``function`` pay nothing, or None if they may pay."""
+    if evidence.earns_invariants:
+        return None
+    return _constant_reason(function, evidence) or (
+        f"{function} computes none of the values its reference cases check (every value "
+        "it got right is one that computing nothing gives), so its invariants pay nothing "
+        "yet")

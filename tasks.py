@@ -1,0 +1,99 @@
+"""The two commands of this repository: grade a submission, and run the tests.
+
+    python3 tasks.py grade [SUBMISSION]   set up, then grade SUBMISSION (default: the
+                                          example tests/corpus/correct) into results/
+    python3 tasks.py test [PYTEST ARGS]   set up, then ruff, mypy and pytest
+
+Both need only Python 3.11+ with venv and pip. The first run makes ``.venv`` and installs
+the project with its development tools, the grading dependencies pinned by
+graders/constraints.txt; later runs reinstall only when pyproject.toml or the pins
+change. ``test`` runs the fast tests; with ``CI`` set (CI does) or ``--all`` it runs the
+slow ones too (simulation, corpora, exports end to end).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".serving-grader-installed"
+CONSTRAINTS = ROOT / "graders" / "constraints.txt"
+EXAMPLE = ROOT / "tests" / "corpus" / "correct"
+RESULTS = ROOT / "results"
+
+
+def say(message: str) -> None:
+    sys.stderr.write(f"tasks.py: {message}\n")
+    sys.stderr.flush()
+
+
+def run(*command: str | Path) -> int:
+    return subprocess.call([str(part) for part in command], cwd=ROOT)
+
+
+def setup() -> None:
+    """Make .venv and install the project into it, unless it is already up to date."""
+    if sys.version_info < (3, 11):  # noqa: UP036 (users may run it with an older python3)
+        raise SystemExit("tasks.py: Python 3.11 or newer is needed")
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
+                            + CONSTRAINTS.read_bytes()).hexdigest()
+    if STAMP.is_file() and STAMP.read_text(encoding="utf-8") == wanted:
+        return
+    if not (BIN / "python").exists():
+        say(f"creating {VENV.relative_to(ROOT)}")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    say("installing the project, its test tools and the pinned grading dependencies "
+        "(a few minutes the first time)")
+    python = BIN / "python"
+    steps = [
+        [python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
+        [python, "-m", "pip", "install", "--quiet", "--constraint", CONSTRAINTS,
+         "--editable", ".[dev,mlsysim]"],
+    ]
+    for step in steps:
+        if run(*step) != 0:
+            raise SystemExit("tasks.py: the installation failed (see above)")
+    STAMP.write_text(wanted, encoding="utf-8")
+
+
+def grade(arguments: list[str]) -> int:
+    """Grade a submission (default: the example) and print where its results are."""
+    submission = Path(arguments[0]).resolve() if arguments else EXAMPLE
+    RESULTS.mkdir(mode=0o700, exist_ok=True)
+    results = RESULTS / "results.json"
+    code = run(BIN / "graders", "grade", submission, "--results", results, *arguments[1:])
+    if code == 0:
+        say(f"results of {submission} written to {results.relative_to(ROOT)}")
+    return code
+
+
+def test(arguments: list[str]) -> int:
+    """Lint, type-check and run the tests (the slow ones too with CI set or --all)."""
+    everything = "--all" in arguments or bool(os.environ.get("CI"))
+    arguments = [argument for argument in arguments if argument != "--all"]
+    for check in ([BIN / "ruff", "check", "reference", "graders", "tests", "bench", "tools",
+                   "tasks.py"], [BIN / "mypy"]):
+        if run(*check) != 0:
+            return 1
+    selection = ["-m", "slow or not slow"] if everything else []
+    code = run(BIN / "pytest", *selection, *arguments)
+    return 0 if code == 0 else code
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("grade", "test"):
+        sys.stderr.write(__doc__ or "")
+        return 2
+    setup()
+    return grade(argv[1:]) if argv[0] == "grade" else test(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

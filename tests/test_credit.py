@@ -1,0 +1,117 @@
+"""The rules that make credit need real answers: trivial cases, constants and the gate."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+from graders.credit import (
+    FunctionEvidence,
+    answer_key,
+    input_scalars,
+    invariant_refusal,
+    is_trivial,
+    nontrivial_matches,
+    trivial_refusal,
+)
+from graders.units import ureg
+
+
+def test_none_zero_flags_and_infinities_are_trivial_answers() -> None:
+    assert is_trivial(None, [3.0])
+    assert is_trivial(0.0, [3.0])
+    assert is_trivial([math.inf, 1.0], [300.0, 20.0, 4])
+    assert is_trivial({"oom": True, "max_concurrent": 0}, [])
+
+
+def test_an_echo_of_an_input_is_trivial_even_inside_an_object() -> None:
+    profile = SimpleNamespace(service_ms=25.0, label="Cloud")
+    assert is_trivial(7.5, [None, "GB", 7.5])
+    assert is_trivial({"service": 25.0, "name": "Cloud"}, [profile])
+    assert is_trivial(80.0, [ureg.Quantity(80, "GiB")])
+
+
+def test_a_computed_value_is_not_trivial() -> None:
+    assert not is_trivial(85.899345920, [ureg.Quantity(80, "GiB"), "GB", 0.0])
+    assert not is_trivial({"utilization": 0.8, "stable": True}, [{"arrival_qps": 160.0}])
+    assert not is_trivial([672.0, 380.95, 8], [256, 32])
+
+
+def test_input_scalars_reach_nested_objects_and_skip_flags() -> None:
+    found = input_scalars([SimpleNamespace(a=1, b={"c": 2.5}, d=True), ("x", None)])
+    assert found == {1.0, 2.5, "x"}
+
+
+def test_equal_answers_give_equal_keys_whatever_their_order() -> None:
+    assert answer_key({"a": 1.0, "b": [2]}) == answer_key({"b": [2], "a": 1.0})
+    assert answer_key(float("nan")) == answer_key(float("nan"))
+
+
+def evidence(*cases: tuple[object, object, bool, bool]) -> FunctionEvidence:
+    """Evidence from (expected, answer, passed, trivial) tuples; answer None = no answer."""
+    found = FunctionEvidence()
+    for expected, answer, passed, trivial in cases:
+        found.record(expected=expected, answer=answer, answered=answer is not None,
+                     passed=passed, trivial=trivial, failure="raised ValueError: x")
+    return found
+
+
+def test_a_function_with_one_answer_for_different_questions_is_constant() -> None:
+    constant = evidence((1.0, 2.0, False, False), (3.0, 2.0, False, False), (None, 2.0,
+                                                                               False, True))
+    assert constant.constant
+    assert not constant.earns_trivial_cases
+    assert "same answer whatever it is asked" in str(trivial_refusal("serve", constant))
+    assert "same answer whatever it is asked" in str(invariant_refusal("serve", constant))
+
+
+def test_the_same_answer_to_the_same_expected_value_is_not_constant() -> None:
+    assert not evidence((None, None, False, True), (None, None, False, True)).constant
+
+
+def test_trivial_cases_count_once_a_nontrivial_case_passes() -> None:
+    earned = evidence((5.0, 5.0, True, False), (None, None, True, True))
+    assert earned.earns_trivial_cases
+    assert trivial_refusal("f", earned) is None
+    unearned = evidence((5.0, 4.0, False, False), (0.0, 0.0, True, True))
+    assert not unearned.earns_trivial_cases
+    assert "none of its cases that need a real computation" in str(
+        trivial_refusal("f", unearned))
+    assert "computes none of the values" in str(invariant_refusal("f", unearned))
+
+
+def test_trivial_cases_count_when_the_run_has_no_other_kind() -> None:
+    only_trivial = evidence((0.0, 0.0, True, True), (1.0, 1.0, True, True))
+    assert only_trivial.earns_trivial_cases
+
+
+def test_a_function_that_never_answers_is_refused_with_the_first_reason() -> None:
+    silent = FunctionEvidence()
+    silent.record(expected=1.0, answer=None, answered=False, passed=False, trivial=False,
+                  failure="not implemented yet (NotImplementedError)")
+    assert invariant_refusal("serve", silent) == (
+        "serve answered none of its cases: not implemented yet (NotImplementedError)")
+
+
+def same(wanted: object, got: object) -> bool:
+    return wanted == got
+
+
+def test_nontrivial_matches_count_the_computed_fields_answered_right() -> None:
+    expected = {"utilization": 0.8, "p99": 114.55, "stable": True, "arrival_qps": 160.0}
+    inputs = [{"arrival_qps": 160.0}]
+    answer = {"utilization": 0.8, "p99": 99.0, "stable": True, "arrival_qps": 160.0}
+    assert nontrivial_matches(expected, answer, inputs, same) == 1
+    assert nontrivial_matches([5.0, 0.25], [5.0, 0.5], [], same) == 1
+    assert nontrivial_matches(None, None, [], same) == 0
+    assert nontrivial_matches({"p99": 1.0}, "garbage", [], same) == 0
+
+
+def test_invariants_pay_for_a_right_field_in_a_failed_case() -> None:
+    found = FunctionEvidence()
+    found.record(expected={"a": 2.5, "b": 7.0}, answer={"a": 2.5, "b": 0.0}, answered=True,
+                 passed=False, trivial=False, values_right=1)
+    found.record(expected={"a": 3.5, "b": 9.0}, answer={"a": 3.5, "b": 0.0}, answered=True,
+                 passed=False, trivial=False, values_right=1)
+    assert found.earns_invariants
+    assert not found.earns_trivial_cases
