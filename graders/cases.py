@@ -52,8 +52,13 @@ def _short(value: Any) -> str:
     if hasattr(value, "track_id") and hasattr(value, "service_ms"):
         return f"<profile {value.track_id}>"
     if isinstance(value, types.SimpleNamespace) or hasattr(value, "__dataclass_fields__"):
-        name = getattr(value, "track_id", None) or getattr(value, "name", None)
-        return f"<{type(value).__name__} {name}>" if name else f"<{type(value).__name__}>"
+        track_id, name = getattr(value, "track_id", None), getattr(value, "name", None)
+        if track_id:
+            return f"<track {track_id}>"
+        if name:
+            return f"<model {name}>" if "model" in type(value).__name__.lower() \
+                else f"<{type(value).__name__} {name}>"
+        return f"<{type(value).__name__}>"
     if hasattr(value, "m_as"):
         return f"Q({value:~P})"
     return repr(value)

@@ -206,6 +206,11 @@ def _cause(line: str) -> str:
         end = _call_end(line)
         if end is not None and line[end:].startswith(": "):
             line = line[end + 2:]
+    marker = line.rfind(", in ")  # an invariant's "reason, in name(...)"
+    if marker != -1:
+        end = _call_end(line[marker + 5:])
+        if end is not None and not line[marker + 5 + end:].strip():
+            line = line[:marker]
     return line
 
 
@@ -236,21 +241,22 @@ class FailureGroup:
 
 def failure_groups(entries: Sequence[GradedSubmission], limit: int = TOP_FAILURES
                    ) -> list[FailureGroup]:
-    """The most common failures over the graded submissions, grouped by normalized
-    message and counted once per submission: most common first."""
-    submissions: Counter[str] = Counter()
-    functions: dict[str, list[str]] = defaultdict(list)
-    tests: dict[str, list[str]] = defaultdict(list)
-    first: dict[str, tuple[str, str]] = {}
+    """The most common failures over the graded submissions, grouped by function and
+    normalized message (one function's hint never covers another's failures) and counted
+    once per submission: most common first."""
+    submissions: Counter[tuple[str, str]] = Counter()
+    functions: dict[tuple[str, str], list[str]] = defaultdict(list)
+    tests: dict[tuple[str, str], list[str]] = defaultdict(list)
+    first: dict[tuple[str, str], tuple[str, str]] = {}
     for entry in entries:
         if not entry.graded:
             continue
-        keys: set[str] = set()
+        keys: set[tuple[str, str]] = set()
         for test in entry.tests:
             if test.get("status") == "passed":
                 continue
             for line, hint in failure_lines(test):
-                key = normalize_message(line)
+                key = (_function(test), normalize_message(line))
                 keys.add(key)
                 first.setdefault(key, (line[:_MESSAGE_CHARS], hint))
                 for seen, value in ((functions[key], _function(test)),
@@ -260,7 +266,7 @@ def failure_groups(entries: Sequence[GradedSubmission], limit: int = TOP_FAILURE
         submissions.update(keys)
     ranked = sorted(submissions.items(), key=lambda item: (-item[1], -len(tests[item[0]]),
                                                            item[0]))[:limit]
-    return [FailureGroup(key, first[key][1], count, tuple(functions[key]), tuple(tests[key]),
+    return [FailureGroup(key[1], first[key][1], count, tuple(functions[key]), tuple(tests[key]),
                          first[key][0])
             for key, count in ranked]
 

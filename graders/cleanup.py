@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import stat
 import sys
@@ -21,6 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TypeAlias
+
+from graders import platform_support
 
 PathLike: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
@@ -36,7 +39,10 @@ MAX_PROBLEMS = 20
 IPC_KINDS = (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid"))
 _IPC_RMID = 0
 _KILL_ROUNDS = 5
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Flags that open a folder without following a link (0 where a flag is missing: the
+#: descriptor walk is then not used, see :func:`remove_tree`).
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
 _O_PATH = getattr(os, "O_PATH", 0)
 #: Passes over one folder before giving up on emptying it (entries removed while a folder
 #: is listed may hide others from that listing).
@@ -110,6 +116,8 @@ def remove_tree(path: PathLike) -> list[str]:
         raw = os.fsencode(path)
     except Exception as error:  # a clean-up reports, never raises
         return [f"{path!r}: {_why(error)}"]
+    if not _descriptor_walk():
+        return _remove_tree_portably(raw)
     try:
         raw = os.path.normpath(raw)
         parent, name = os.path.split(raw)
@@ -124,6 +132,34 @@ def remove_tree(path: PathLike) -> list[str]:
         finally:
             os.close(parent_fd)
     except Exception as error:  # a bug must not cost a grading its results
+        problems.add(f"{_display(raw)}: {_why(error)}")
+    return problems.as_list()
+
+
+def _descriptor_walk() -> bool:
+    """Whether this system removes trees through folder descriptors (not Windows)."""
+    return (os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd
+            and hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW"))
+
+
+def _remove_tree_portably(raw: bytes) -> list[str]:
+    """:func:`remove_tree` where folders cannot be opened (Windows): ``shutil.rmtree``,
+    making read-only entries writable first (it does not follow links or junctions)."""
+    problems = Problems()
+
+    def retry(function: Callable[..., object], name: str | bytes, _: object) -> None:
+        try:
+            os.chmod(name, stat.S_IWRITE | stat.S_IREAD | stat.S_IEXEC)
+            function(name)
+        except OSError as error:
+            problems.add(f"{_display(os.fsencode(name))}: {_why(error)}")
+
+    try:
+        if os.path.isdir(raw) and not os.path.islink(raw):
+            shutil.rmtree(raw, onerror=retry)
+        elif os.path.lexists(raw):
+            retry(os.unlink, raw, None)
+    except Exception as error:  # a clean-up reports, never raises
         problems.add(f"{_display(raw)}: {_why(error)}")
     return problems.as_list()
 
@@ -480,7 +516,7 @@ def remove_ipc_of(uid: int) -> list[str]:
 
 def _processes() -> list[int]:
     try:
-        names = os.listdir("/proc")
+        names = os.listdir(platform_support.PROC)
     except OSError:
         return []
     return [int(name) for name in names if name.isdigit() and int(name) != os.getpid()]
@@ -563,7 +599,8 @@ def cache_folder() -> Path | None:
     user runs from it. None when there is no such folder: callers then build private copies
     and remove them after the run.
     """
-    if os.geteuid() == 0:
+    uid = platform_support.effective_uid()
+    if uid == 0:
         folder = Path("/var/cache/serving-grader")
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
@@ -576,11 +613,11 @@ def cache_folder() -> Path | None:
         with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=0o755)
         info = folder.lstat()
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        if not stat.S_ISDIR(info.st_mode) or not platform_support.owned_by_me(info.st_uid):
             return None
-        if stat.S_IMODE(info.st_mode) != 0o755:
+        if uid is not None and stat.S_IMODE(info.st_mode) != 0o755:
             folder.chmod(0o755)
-        if os.geteuid() == 0 and not _enterable_by_others(folder):
+        if uid == 0 and not _enterable_by_others(folder):
             return None
     except OSError:
         return None

@@ -15,10 +15,17 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from graders.errors import GraderError
-from graders.settings import flag_value, positive_float, positive_int
+from graders.settings import OPTIONS, Option, flag_value, positive_float, positive_int
 from graders.versions import version_report
 
 USAGE_ERROR = 2
+DESCRIPTION = "The graders command line: grade a submission or a class, and manage tracks."
+
+
+def grade_flag(option: Option) -> str:
+    """The ``graders grade`` flag of a plugin option: its name, e.g. --timeout for
+    --grader-timeout."""
+    return "--" + option.name.replace("_", "-")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,7 +37,10 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``graders`` argument parser."""
-    parser = _Parser(prog="graders", description=__doc__.splitlines()[0])
+    full = _present("graders.regrade")
+    parser = _Parser(prog="graders", description=DESCRIPTION if full else
+                     "The graders command line: grade a submission (this copy of the grader "
+                     "has no instructor commands).")
     parser.add_argument("--version", action="version", version=version_report(),
                         help="print the grader's version and those of pytest, Hypothesis, "
                              "pint and Python, then exit")
@@ -38,33 +48,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     grade = commands.add_parser("grade", help="grade one submission and write its results")
     grade.add_argument("submission", help="a serving.py, or a folder holding one")
-    grade.add_argument("--results", metavar="FILE", help="where to write results.json")
-    grade.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
-    grade.add_argument("--max-score", metavar="POINTS", help="total points of the suite")
+    for option in OPTIONS:  # every grading option of the plugin, under its short name
+        if option.name != "student":
+            grade.add_argument(grade_flag(option), dest=option.name, metavar=option.metavar,
+                               help=f"{option.help} (pytest: {option.flag})")
     grade.add_argument("--json-report", metavar="FILE", help="also write a pytest-json-report")
-    grade.add_argument("--html", metavar="FILE",
-                       help="also write the HTML feedback report, with plots (needs the "
-                            "report extra: pip install 'serving-lab-grader[report]')")
-    grade.add_argument("--golden", metavar="FILE",
-                       help="expected values from this golden file instead of the reference")
     grade.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (pytest's)")
-    grade.add_argument("--classroom", metavar="FILE",
-                       help="also write GitHub Classroom runner results (JSON)")
     grade.add_argument("--github-output", action="store_true",
                        help="append result=<base64 runner results> to $GITHUB_OUTPUT, for "
                             "GitHub Classroom's grading reporter")
-    grade.add_argument("--submission-metadata", metavar="FILE",
-                       help="Gradescope's submission_metadata.json (its id goes into "
-                            "extra_data; ignored when absent)")
     grade.add_argument("--fail-under", metavar="POINTS",
                        help="exit with code 3 when the score is below POINTS (for CI)")
-    grade.add_argument("-q", "--quiet", action="store_true", help="print only the score table")
-    grade.add_argument("--sandbox-user", metavar="NAME",
-                       help="when run as root, the unprivileged user the student's code runs "
-                            "as (default: a free user of the pool serving-sandbox-1 to -64, "
-                            "held by this grading alone; a named user must be dedicated to "
-                            "grading)")
+    grade.add_argument("-q", "--quiet", action="store_true",
+                       help="print only the score table and the counts (no progress, no "
+                            "per-test feedback, no 'written to' lines)")
 
+    if _present("graders.export"):  # the student bundle has grade only
+        _add_export(commands)
+    if _present("graders.regrade"):
+        _add_regrade(commands)
+    if _present("graders.tracks_cli"):
+        _add_tracks(commands)
+    return parser
+
+
+def _present(module: str) -> bool:
+    """Whether ``module`` is part of this copy of the grader (not found elsewhere, e.g.
+    through another checkout's editable install)."""
+    import importlib.util
+    from pathlib import Path
+
+    import graders
+
+    spec = importlib.util.find_spec(module)
+    return spec is not None and spec.origin is not None \
+        and Path(spec.origin).parent in {Path(p) for p in graders.__path__}
+
+
+def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
     export = commands.add_parser("export", help="build the Gradescope zip or the student bundle")
     export_commands = export.add_subparsers(dest="export_command", required=True,
                                             parser_class=_Parser)
@@ -81,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="total points of the assignment on Gradescope (default 100; "
                               "the same as the Gradescope export's)")
 
+
+
+def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
     regrade = commands.add_parser(
         "regrade", help="grade a whole class in parallel, resumably, and report on it")
     regrade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
@@ -100,7 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--no-histogram", action="store_true",
                          help="skip histogram.png (needs matplotlib, the 'report' extra)")
 
-    tracks = commands.add_parser("tracks", help="list, check, show and create track files")
+
+
+def _add_tracks(commands: argparse._SubParsersAction[_Parser]) -> None:
+    tracks = commands.add_parser("tracks", help="check, show and create track files")
     track_commands = tracks.add_subparsers(dest="tracks_command", required=True,
                                            parser_class=_Parser)
     new = track_commands.add_parser("new", help="write a track file from MLSysIM refs")
@@ -117,7 +144,6 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
     check = track_commands.add_parser("check", help="validate every track file")
     check.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

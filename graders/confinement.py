@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders import platform_support
 from graders.cleanup import remove_tree, report_problems
 from graders.sandbox import SandboxUser, WorkerPython
 from graders.submission import SUBMISSION_NAME
@@ -72,6 +73,14 @@ class Protections:
     disk_bound: bool
     ipc_isolation: bool
     description: str
+    #: "hardened" (Linux: FIFO output, rlimits, the /proc sweep, the privilege drop as
+    #: root) or "portable" (elsewhere: see :mod:`graders.platform_support`).
+    runner: str = "hardened"
+    #: Whether the worker lowers its resource limits (CPU, memory, processes, files).
+    rlimits: bool = True
+    #: Whether processes the worker left (in any process group) are found and killed
+    #: through /proc; without it, the worker's process tree is killed.
+    process_sweep: bool = True
 
     @property
     def namespaces(self) -> bool:
@@ -86,7 +95,10 @@ class Protections:
 def protections_for(sandbox: SandboxUser | None) -> Protections:
     """The protections a worker gets with ``sandbox`` (None: the grader is not root)."""
     if sandbox is None:
-        why = ("no sandbox user was given" if os.geteuid() == 0
+        found = platform_support.capabilities()
+        if not found.hardened:
+            return portable_protections(found)
+        why = ("no sandbox user was given" if platform_support.effective_uid() == 0
                else "the grader is not running as root")
         return Protections(False, False, False, False,
                            f"no privilege drop, network, disk or IPC confinement: {why}, so "
@@ -101,6 +113,19 @@ def protections_for(sandbox: SandboxUser | None) -> Protections:
                            "bounded IPC")
     return Protections(True, False, False, False,
                        f"{who}; no network, disk or IPC confinement ({reason})")
+
+
+def portable_protections(found: platform_support.Capabilities) -> Protections:
+    """The protections of the portable runner, used where the hardened one cannot run."""
+    limits = ("its resource limits apply" if found.rlimits
+              else "no resource limits (this system has no resource module)")
+    return Protections(
+        False, False, False, False,
+        f"portable runner ({found.why_portable()}): the student's code runs as this user in "
+        "a separate process whose process tree is killed at each call's deadline, with "
+        f"bounded output and time; {limits}; no privilege drop, /proc sweep, network, disk "
+        "or IPC confinement",
+        runner="portable", rlimits=found.rlimits, process_sweep=False)
 
 
 @functools.cache

@@ -118,6 +118,8 @@ class FunctionEvidence:
 
     cases: int = 0
     answered: int = 0
+    #: Cases answered right, trivial or not.
+    passed: int = 0
     nontrivial: int = 0
     nontrivial_passed: int = 0
     #: Non-trivial values (fields) answered right, in passed and failed cases alike.
@@ -132,6 +134,7 @@ class FunctionEvidence:
         """Add one case: what was expected, what came back (if anything), the verdict, and
         how many of its non-trivial values the answer got right."""
         self.cases += 1
+        self.passed += passed
         self.nontrivial_values_right += values_right
         if not answered and not self.first_failure:
             self.first_failure = failure or "no answer"
@@ -142,6 +145,11 @@ class FunctionEvidence:
         if not trivial:
             self.nontrivial += 1
             self.nontrivial_passed += passed
+
+    @property
+    def wrong(self) -> bool:
+        """Some visible case of the function failed."""
+        return self.passed < self.cases
 
     @property
     def constant(self) -> bool:

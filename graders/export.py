@@ -32,7 +32,9 @@ from graders.versions import GRADING_PACKAGES, REPORT_PACKAGES, pinned_requireme
 
 TEMPLATES = Path(__file__).with_name("export_templates")
 #: Instructor-only parts of the ``graders`` package, left out of the student bundle.
-INSTRUCTOR_ONLY = ("export.py", "export_templates", "trackgen.py")
+INSTRUCTOR_ONLY = ("export.py", "export_templates", "trackgen.py", "tracks_cli.py",
+                   "regrade.py", "regrade_job.py", "regrade_state.py", "class_report.py",
+                   "class_roster.py", "histogram.py")
 EXECUTABLE = 0o755
 #: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
 BUNDLED_NAMES = ("py.typed", "constraints.txt")
@@ -187,7 +189,9 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
             f"graders/{GOLDEN_NAME}": json.dumps(golden, indent=1, allow_nan=False) + "\n",
             "pyproject.toml": _student_pyproject(root),
             "README.md": _fill("student_README.md", visible_max=f"{share:g}",
-                               max_score=f"{max_score:g}"),
+                               max_score=f"{max_score:g}",
+                               track_count=str(len(tracks)),
+                               track_labels=", ".join(t.label for t in tracks)),
             ".github/workflows/classroom.yml": (TEMPLATES / "classroom.yml").read_text(),
             ".gitignore": (TEMPLATES / "gitignore").read_text(),
         }

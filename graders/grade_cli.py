@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from graders.classroom import github_output_line
+from graders.cli import grade_flag
 from graders.errors import SettingsError, SubmissionError
 from graders.output_files import OutputPathError, check_output_file, install_file, remove_output
 from graders.reports import (
@@ -33,7 +34,7 @@ from graders.reports import (
     unusable_submission_results,
     write_results,
 )
-from graders.settings import flag_value, non_negative_float, positive_float
+from graders.settings import OPTIONS, flag_value, non_negative_float
 from graders.submission import locate_submission, read_submission
 
 #: pytest exit codes after which grading completed, whatever the score.
@@ -53,6 +54,8 @@ EXIT_CODES = {
 }
 
 
+#: Metavars of the options whose values are paths (made absolute for the pytest run).
+PATH_METAVARS = ("PATH", "DIR")
 #: Every output of a grading: its argument and its flag.
 OUTPUTS = (("results", "--results"), ("classroom", "--classroom"), ("html", "--html"),
            ("junit_xml", "--junit-xml"), ("json_report", "--json-report"))
@@ -89,30 +92,22 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
         "-p", "graders.plugin", "-p", "no:cacheprovider", "--assert=plain",
         "--tb=no", "-rN", "-q", "--student", str(submission),
     ]
-    if args.quiet:
-        arguments += ["-q"]
-    if args.results:
-        arguments += ["--grader-results", str(Path(args.results).resolve())]
-    if args.tracks:
-        arguments += ["--grader-tracks", str(Path(args.tracks).resolve())]
-    if args.max_score is not None:
-        flag_value("--max-score", args.max_score, positive_float)
-        arguments += ["--grader-max-score", args.max_score]
+    if getattr(args, "quiet", False):
+        arguments += ["-q"]  # -qq: the plugin prints the score table and the counts only
+    for option in OPTIONS:  # every grading option, passed to the plugin as it was given
+        value = getattr(args, option.name, None)
+        if option.name == "student" or value in (None, ""):
+            continue
+        flag_value(grade_flag(option), str(value), option.parse)  # one line, exit code 2
+        if option.metavar in PATH_METAVARS:
+            value = str(Path(value).resolve())
+        arguments += [option.flag, str(value)]
     if args.json_report:
         arguments += ["-p", "pytest_jsonreport.plugin", "--json-report",
                       "--json-report-file", str(Path(args.json_report).resolve())]
-    if args.html:
-        arguments += ["--grader-html", str(Path(args.html).resolve())]
-    for flag, value in (("--grader-golden", args.golden),
-                        ("--grader-classroom", args.classroom),
-                        ("--grader-submission-metadata", args.submission_metadata)):
-        if value:
-            arguments += [flag, str(Path(value).resolve())]
     if args.junit_xml:
         arguments += ["--junitxml", str(Path(args.junit_xml).resolve()),
                       "-o", "junit_suite_name=serving-lab"]
-    if args.sandbox_user:
-        arguments += ["--grader-sandbox-user", args.sandbox_user]
     return arguments
 
 

@@ -23,10 +23,27 @@ MAX_CASES_SHOWN = 4
 #: Characters of one student value, and of one test's whole feedback, that are shown.
 MAX_VALUE_CHARS = 120
 MAX_FEEDBACK_CHARS = 4000
+#: Characters of one failed case's feedback (its call and its wrong fields).
+MAX_CASE_CHARS = 600
+#: Characters of a call failure's reason, and of a test's one-line summary.
+MAX_REASON_CHARS = 300
+#: The contract functions each function calls, per the lab: when one of them is wrong,
+#: its callers' failures start there.
+DEPENDS_ON: dict[str, tuple[str, ...]] = {
+    "queueing_latency": ("erlang_c",),
+    "batching_tax": ("queueing_latency",),
+    "cache_capacity": ("transformer_state_gb",),
+    "serving_track_profile": ("quantity_to_float",),
+}
 
 
 class GradingFailure(AssertionError):
-    """Some of a test's cases failed; the message is the student's feedback."""
+    """Some of a test's cases failed; the message is the student's feedback, ``summary``
+    its one line (for pytest's short summary)."""
+
+    def __init__(self, feedback: str, summary: str = "") -> None:
+        super().__init__(feedback)
+        self.summary = summary or feedback.split("\n", 1)[0]
 
 
 class StudentCallFailed(AssertionError):
@@ -45,7 +62,7 @@ class Tally:
         self.total += 1
         if ok:
             self.passed += 1
-        else:
+        elif feedback:
             self.failures.append(feedback)
 
 
@@ -66,8 +83,9 @@ def _number(value: Any) -> str:
     return shortened(repr(value), MAX_VALUE_CHARS)
 
 
-def describe_difference(function: str, difference: Difference) -> str:
-    """One line per wrong field: expected, got, errors, tolerance and a hint."""
+def describe_difference(function: str, difference: Difference, *, hints: bool = True) -> str:
+    """One line per wrong field: expected, got, errors, tolerance and a hint (none when
+    ``hints`` is False: a wrong function it depends on is the likelier cause)."""
     line = (f"  {difference.field}: expected {_number(difference.expected)}, "
             f"got {_number(difference.actual)} - {difference.reason}")
     if difference.abs_error is not None and difference.rel_error is not None:
@@ -76,17 +94,41 @@ def describe_difference(function: str, difference: Difference) -> str:
     if function in QUEUE_FUNCTIONS and isinstance(difference.expected, float) \
             and math.isinf(difference.expected):
         hint = "the queue is unstable here (utilization >= 1): this value is infinite"
-    return f"{line}\n    hint: {hint}" if hint else line
+    return f"{line}\n    hint: {hint}" if hint and hints else line
+
+
+def _short_number(value: Any) -> str:
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.5g}"
+    return _number(value)
 
 
 def failed_call_message(outcome: CallOutcome) -> str:
-    """Why a call produced no value, in a student's words."""
+    """Why a call produced no value, in a student's words (an exception is named as
+    raised; the grader's own reasons, e.g. a missing function, are not)."""
     message = single_line(outcome.message)
     if outcome.status == "raised":
         if message.startswith("NotImplementedError"):
             return f"not implemented yet ({message})"
-        return f"raised {message}"
+        if not message.startswith("serving.py"):
+            return f"raised {message}"
     return message
+
+
+def root_cause(function: str, wrong: Callable[[str], bool]) -> str | None:
+    """The line that sends a student to the contract function ``function`` depends on
+    when that one is ``wrong`` too (the deepest wrong one of the chain), else None."""
+    chain = [function]
+    culprit = None
+    while DEPENDS_ON.get(chain[-1]):
+        chain.append(DEPENDS_ON[chain[-1]][0])
+        if wrong(chain[-1]):
+            culprit = len(chain)
+    if culprit is None:
+        return None
+    uses = ", which uses your ".join(chain[1:culprit])
+    return (f"your {function} uses your {uses}, which is wrong for these inputs: "
+            f"fix {chain[culprit - 1]} first")
 
 
 class CaseSource(Protocol):
@@ -114,21 +156,35 @@ class Grading:
         self._label = label
         self._hidden = hidden
         self._notes: list[str] = []
+        self._root_cause: str | None = None
+        self._first_problem = ""
         self.tally = Tally()
 
     def check(self, cases: Iterable[Case]) -> None:
         """Check every case; raise :class:`GradingFailure` with feedback if any failed."""
         trivial_passes = 0
         functions: set[str] = set()
+        failed: list[tuple[str, str, list[Difference]]] = []
         for case in cases:
             functions.add(case.function)
             expected = self._source.expected(case)
-            ok, feedback = self._check_one(case, expected)
+            ok, failure = self._check_one(case, expected)
             if ok and is_trivial(expected, [*case.args, *case.kwargs.values()]):
                 trivial_passes += 1
                 self.tally.total += 1
             else:
-                self.tally.record(ok, feedback)
+                self.tally.record(ok)
+                if failure is not None:
+                    failed.append(failure)
+        if failed:  # asks the functions it depends on only when something failed
+            causes = [root_cause(function, lambda f: self._source.evidence(f).wrong)
+                      for function in sorted(functions)]
+            self._root_cause = next((cause for cause in causes if cause), None)
+        for heading, function, differences in failed:
+            lines = [describe_difference(function, d, hints=self._root_cause is None)
+                     for d in differences]
+            self.tally.failures.append(shortened("\n".join([heading, *lines]),
+                                                 MAX_CASE_CHARS))
         for function in sorted(functions):
             evidence = self._source.evidence(function)
             reason = trivial_refusal(function, evidence)
@@ -141,19 +197,37 @@ class Grading:
                 trivial_passes = 0
         self.tally.passed += trivial_passes
         if self.tally.passed < self.tally.total:
-            raise GradingFailure(self.feedback())
+            raise GradingFailure(self.feedback(), self.summary())
 
-    def _check_one(self, case: Case, expected: Any) -> tuple[bool, str]:
+    def _check_one(self, case: Case, expected: Any
+                   ) -> tuple[bool, tuple[str, str, list[Difference]] | None]:
+        """Whether ``case`` passed and, when it failed, its heading, function and wrong
+        fields (a failed call's reason is the heading's second line)."""
         outcome = self._source.outcome(case)
-        heading = f"case {case.case_id!r}: {case.describe_inputs()}"
+        heading = shortened(f"case {case.case_id!r}: {case.describe_inputs()}",
+                            2 * MAX_VALUE_CHARS)
         if not outcome.ok:
-            message = shortened(failed_call_message(outcome), 3 * MAX_VALUE_CHARS)
-            return False, f"{heading}\n  {message}"
+            message = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
+            self._first_problem = self._first_problem or message
+            return False, (f"{heading}\n  {message}", case.function, [])
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
-            return True, ""
-        lines = [describe_difference(case.function, d) for d in differences]
-        return False, "\n".join([heading, *lines])
+            return True, None
+        first = differences[0]
+        self._first_problem = self._first_problem or (
+            f"{first.field} expected {_short_number(first.expected)}, "
+            f"got {_short_number(first.actual)}")
+        return False, (heading, case.function, list(differences))
+
+    def summary(self) -> str:
+        """The failure in one line: cases failed and the first problem (or the root
+        cause), e.g. ``11 of 13 cases failed: p99_latency_ms expected 132.87, got 80.77``."""
+        tally = self.tally
+        counts = f"{tally.total - tally.passed} of {tally.total} cases failed"
+        if self._hidden:
+            return f"{counts} (hidden cases)"
+        reason = self._root_cause or self._first_problem or "; ".join(self._notes)
+        return shortened(f"{counts}: {reason}" if reason else counts, MAX_REASON_CHARS)
 
     def feedback(self) -> str:
         """The failure summary: counts always, details only for visible tests; never more
@@ -164,7 +238,7 @@ class Grading:
         tally = self.tally
         summary = (f"{self._label}: {tally.total - tally.passed} of {tally.total} cases failed "
                    f"(tolerance {self._tolerance.describe()})")
-        notes = self._notes
+        notes = [*([self._root_cause] if self._root_cause else []), *self._notes]
         if self._hidden:
             return "\n".join([summary + "; the cases of this test are hidden.", *notes])
         reasons = {failure.split("\n", 1)[-1] for failure in tally.failures}
@@ -210,7 +284,8 @@ class Student:
         if not outcome.ok:
             shown = ", ".join([*map(_argument, args),
                                *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
-            raise StudentCallFailed(f"{function}({shown}): {failed_call_message(outcome)}")
+            reason = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
+            raise StudentCallFailed(f"{reason}, in {function}({shown})")
         answer = answer_key(outcome.value)
         if self._answers.setdefault(asked, answer) != answer:
             raise StudentCallFailed(f"{function} gave different answers to the same input "
@@ -231,10 +306,10 @@ class Student:
 
 def _argument(value: Any) -> str:
     """An argument as the lab names it: a track's objects by track, numbers as typed."""
-    for attribute in ("track_id", "name"):
+    for attribute, kind in (("track_id", "profile"), ("name", "model")):
         label = getattr(value, attribute, None)
         if isinstance(label, str):
-            return f"<{label}>"
+            return f"<{kind} {label}>"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, int | str | bool) or value is None:

@@ -77,6 +77,11 @@ def number(value: float) -> str:
     return "0" if text in ("", "-0") else text
 
 
+def shown(value: float) -> str:
+    """A score as people read it, as the terminal's table and the test rows show it: 80.25."""
+    return f"{value:.2f}"
+
+
 def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
                title: str = "Serving lab feedback") -> str:
     """The whole page for one grading run."""
@@ -90,11 +95,11 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(title)}: {esc(number(score))} / {esc(number(maximum))}</title>",
+        f"<title>{esc(title)}: {esc(shown(score))} / {esc(shown(maximum))}</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<header><h1>{esc(title)}</h1>",
         f'<p class="score">Score <span id="score" data-score="{esc(number(score))}">'
-        f'{esc(number(score))}</span> / <span id="max-score">{esc(number(maximum))}</span></p>',
+        f'{esc(shown(score))}</span> / <span id="max-score">{esc(shown(maximum))}</span></p>',
         f'<p class="summary">{esc(document.get("output", ""))}</p>',
         '<nav><a href="#scores">scores</a> &middot; <a href="#curves">curves</a> &middot; '
         '<a href="#feedback">feedback</a></nav></header>',

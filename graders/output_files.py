@@ -19,25 +19,31 @@ goes. Two rules keep it from redirecting or blocking them:
 from __future__ import annotations
 
 import contextlib
-import grp
 import os
-import pwd
 import secrets
 import stat
+import tempfile
 from pathlib import Path
 
 from graders.errors import SettingsError
 
 #: Open a folder without following a link (O_PATH: search permission is enough).
-_FOLDER_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW \
-    | os.O_CLOEXEC
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_FOLDER_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) \
+    | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+#: (Flags Windows lacks count as 0 there, so that this module imports anywhere.)
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
 #: Read without following a link, and without blocking on a FIFO (refused after fstat).
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
 #: The advice every refusal ends with.
 PRIVATE_FOLDER = ("write outputs into a private folder: one you own that no other user can "
                   "write, e.g. mkdir -m 700 results")
 _MAX_NAME = 200
+#: POSIX ownership, modes and descriptor-relative operations (not on Windows, whose
+#: folders report mode 0777 and whose access is decided by ACLs: there the checks of
+#: ownership and modes are skipped and files are written by path, still atomically).
+POSIX_FOLDERS = hasattr(os, "geteuid") and os.open in os.supports_dir_fd
 
 
 class OutputPathError(SettingsError):
@@ -55,7 +61,13 @@ def _describe(info: os.stat_result) -> str:
 
 
 def _private_group(gid: int) -> bool:
-    """Whether group ``gid`` is this user's private group (its only possible member)."""
+    """Whether group ``gid`` is this user's private group (its only possible member);
+    never where there are no user and group databases (Windows)."""
+    try:  # POSIX-only: imported here, so that this module imports anywhere
+        import grp
+        import pwd
+    except ImportError:
+        return False
     try:
         me = pwd.getpwuid(os.geteuid())
         group = grp.getgrgid(gid)
@@ -133,6 +145,14 @@ def check_output_folder(folder: str | os.PathLike[str], flag: str, *, create: bo
     """
     shown = folder if shown is None else shown
     wanted = Path(os.path.abspath(folder))
+    if not POSIX_FOLDERS:
+        try:
+            if create:
+                wanted.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise _refuse(flag, shown, f"it cannot be created ({error.strerror or error})") \
+                from None
+        return Path(os.path.realpath(wanted))
     if not allow_link and os.path.islink(wanted):
         raise _refuse(flag, shown, "it is a symbolic link, and results are never sent "
                                    "where a link points")
@@ -217,6 +237,9 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes, *,
     replaced, never written through."""
     target = Path(os.path.abspath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
+    if not POSIX_FOLDERS:
+        _write_by_path(target, data)
+        return
     folder = _open_folder(Path(os.path.realpath(target.parent)))
     try:
         temporary, handle = _create_temporary(folder, target.name)
@@ -247,7 +270,10 @@ class Reservation:
         self.target = Path(os.path.abspath(path))
         self.size = size
         self.target.parent.mkdir(parents=True, exist_ok=True)
-        self._folder: int | None = _open_folder(Path(os.path.realpath(self.target.parent)))
+        self._folder: int | None = None
+        if not POSIX_FOLDERS:  # nothing held: outputs are written the usual way
+            return
+        self._folder = _open_folder(Path(os.path.realpath(self.target.parent)))
         self._temporary, self._handle = _create_temporary(self._folder, self.target.name)
         try:
             os.posix_fallocate(self._handle, 0, size)
@@ -281,6 +307,23 @@ class Reservation:
         if self._folder is not None:
             os.close(self._folder)
         self._folder = None
+
+
+def _write_by_path(target: Path, data: bytes) -> None:
+    """Where descriptor-relative operations are missing (Windows): a new temp file beside
+    ``target`` (``mkstemp`` creates it exclusively), then ``os.replace``."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name[:_MAX_NAME]}.",
+                                         suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str, *,

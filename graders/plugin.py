@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from graders.errors import GraderError
-from graders.grading import GradingFailure
+from graders.grading import (
+    MAX_FEEDBACK_CHARS,
+    MAX_REASON_CHARS,
+    GradingFailure,
+    StudentCallFailed,
+    shortened,
+)
 from graders.output_files import check_output_file
 from graders.reports import score_table
 from graders.scoring import GraderMark, Status, TestScore, scaled_maxima
@@ -230,11 +236,31 @@ def pytest_runtest_makereport(item: pytest.Item,
     if score is None or session is None:
         return report
     updated = _score_phase(item, score, report, call)
+    _short_summary(report, call, session)
     if updated is not None:
         item.stash[SCORE_KEY] = updated
         session.scores[score.nodeid] = updated
         _set_score_properties(item, report, updated)
     return report
+
+
+def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None],
+                   session: GradingSession) -> None:
+    """pytest's short summary line of a failed test: its reason, not the exception's name
+    (and, for a submission that does not import, a pointer to the one line that says why)."""
+    excinfo = call.excinfo
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is None or excinfo is None or not report.failed:
+        return
+    if isinstance(excinfo.value, GradingFailure):
+        reason = excinfo.value.summary
+    elif isinstance(excinfo.value, StudentCallFailed):
+        reason = str(excinfo.value)
+    else:
+        return
+    if session.import_error and session.import_error in reason:
+        reason = "serving.py does not import (the reason is printed once, above the scores)"
+    crash.message = shortened(" ".join(str(reason).split()), MAX_REASON_CHARS)
 
 
 def _set_score_properties(item: pytest.Item, report: pytest.TestReport,
@@ -285,7 +311,11 @@ def _output(report: pytest.TestReport, hidden: bool, status: str) -> str:
     text = report.longreprtext.strip()
     lines = [line[2:] if line.startswith("E ") else line for line in text.splitlines()
              if line.startswith("E ")] or text.splitlines()[-20:]
-    return "\n".join(lines).strip()[:4000] or status
+    output = "\n".join(lines).strip()
+    for prefix in (f"{cls.__module__}.{cls.__qualname__}: "
+                   for cls in (StudentCallFailed, GradingFailure)):
+        output = output.removeprefix(prefix)  # the reason first, not the grader's class
+    return shortened(output, MAX_FEEDBACK_CHARS) or status
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -305,27 +335,56 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         report.write(html, document if document is not None else grading.results_document())
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_report_teststatus(report: pytest.TestReport,
+                             config: pytest.Config) -> Generator[None, Any, Any]:
+    """At -qq (``graders grade -q``), no progress letters: only the score table shows."""
+    result = yield
+    if result and config.getoption("verbose") <= -2 and SESSION_KEY in config.stash:
+        category, _, word = result
+        return category, "", word
+    return result
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                             config: pytest.Config) -> None:
     grading = config.stash.get(SESSION_KEY, None)
     if grading is None or not grading.scores:
         return
     scores = list(grading.scores.values())
-    if config.getoption("tbstyle") == "no" and config.getoption("verbose") > -2:
+    quiet = config.getoption("verbose") <= -2
+    import_error = grading.import_error
+    if config.getoption("tbstyle") == "no" and not quiet:
         failed = [score for score in scores if score.status not in ("passed", "not run")]
         if failed:
             terminalreporter.section("serving-lab feedback")
+        if import_error:  # one cause, said once
+            terminalreporter.write_line(for_terminal(import_error), red=True)
+            terminalreporter.write_line("Every test fails until serving.py imports cleanly.")
+            terminalreporter.write_line("")
+            failed = []  # every test failed for that one reason
         for score in failed:
             if not score.output.startswith(score.name):
                 terminalreporter.write_line(for_terminal(f"{score.name}: {score.status}"),
                                             bold=True)
             terminalreporter.write_line(for_terminal(score.output))
             terminalreporter.write_line("")
+        not_run = [score for score in scores if score.status == "not run"]
+        if not_run:  # one line, not one block per test
+            functions = ", ".join(dict.fromkeys(score.function for score in not_run))
+            terminalreporter.write_line(for_terminal(shortened(
+                f"not run: {len(not_run)} graded tests (of {functions})", MAX_REASON_CHARS)))
     terminalreporter.section("serving-lab score")
-    if grading.import_error:
-        terminalreporter.write_line(for_terminal(grading.import_error), red=True)
+    if import_error and (quiet or config.getoption("tbstyle") != "no"):
+        terminalreporter.write_line(for_terminal(import_error), red=True)
     for line in score_table(scores):
         terminalreporter.write_line(for_terminal(line))
+    if quiet:  # pytest prints no counts at -qq: the score table's own line says them
+        counts = Counter(score.status for score in scores)
+        terminalreporter.write_line(", ".join(f"{counts[status]} {status}" for status in
+                                              ("passed", "failed", "error", "skipped",
+                                               "not run") if counts[status]))
+        return
     if grading.settings.results is not None:
         terminalreporter.write_line(for_terminal(
             f"results written to {grading.settings.results}"))

@@ -30,9 +30,10 @@ from types import FrameType
 from graders.class_report import GradedSubmission, class_report, grade_table, markdown
 from graders.class_roster import ClassSubmission, discover, submission_file
 from graders.cleanup import process_alive, remove_tree, report_problems
-from graders.errors import SubmissionError
+from graders.errors import GraderError, SubmissionError
 from graders.job_slots import Slot, claim_slots, release_slots
 from graders.output_files import check_output_folder
+from graders.platform_support import needs_linux
 from graders.progress import Progress
 from graders.regrade_job import JobContext, run_job
 from graders.regrade_state import (
@@ -57,6 +58,9 @@ INTERRUPTED = 130
 
 def run_regrade(args: argparse.Namespace) -> int:
     """Grade every submission below ``args.submissions``; 0 when the batch completed."""
+    refusal = needs_linux("regrade")  # job-slot locks, the /proc sweep, the privilege drop
+    if refusal is not None:
+        raise GraderError(refusal)
     root, out = Path(args.submissions), Path(args.out)
     # refused before anything: a link, a file, a folder of another user or one that others
     # can write (see graders.output_files); a missing one is made below, and checked again

@@ -10,6 +10,7 @@ import base64
 import io
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graders.curve_checks import Row, real
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 INSTALL_HINT = "pip install 'serving-lab-grader[report]'"
+#: The same, in the student bundle (its package is serving-lab-student, installed editable).
+BUNDLE_INSTALL_HINT = "pip install -e '.[report]' (in the folder of the lab's pyproject.toml)"
 FIELD_LABELS = {
     "p99_latency_ms": "p99", "p999_latency_ms": "p999", "total_p99_ms": "total p99",
     "throughput_gain": "throughput gain", "max_concurrent": "max_concurrent",
@@ -30,6 +33,12 @@ VIOLATION = "#d62728"
 #: Where infinite values are drawn, as a fraction of the axes' height.
 INF_HEIGHT = 0.96
 INF_LABEL = "infinite (drawn at the top)"
+#: The vertical step between the rows of infinite markers of a panel's fields.
+INF_STEP = 0.035
+INF_LEGEND_COLOR = "#555555"
+#: Colour and line style of the guides: vertical (saturation, scale-out) and horizontal
+#: (SLO, service time, pass mark) ones differ, so their legend entries do too.
+GUIDE_STYLES = {"x": ("#555555", ":"), "y": ("#b8860b", "-.")}
 PANEL_WIDTH_IN = 4.6
 
 
@@ -40,7 +49,14 @@ def require_matplotlib(flag: str) -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise ReportError(f"{flag} needs matplotlib, which is not installed: "
-                          f"{INSTALL_HINT}") from None
+                          f"{install_hint()}") from None
+
+
+def install_hint() -> str:
+    """The command that installs the report extra where this grader is: the student bundle
+    (which carries golden.json) or the grader's own package."""
+    bundle = Path(__file__).with_name("golden.json").exists()
+    return BUNDLE_INSTALL_HINT if bundle else INSTALL_HINT
 
 
 def figure_uri(sweeps: Sequence[MeasuredSweep]) -> str:
@@ -99,17 +115,20 @@ def _draw(ax: Axes, measured: MeasuredSweep, index: int) -> None:
         ax.set_yscale(panel.y_scale)
     positive = panel.y_scale == "log"
     xs = list(sweep.xs)
-    for color, field in zip(COLORS, panel.fields, strict=False):
+    for index, (color, field) in enumerate(zip(COLORS, panel.fields, strict=False)):
         name = FIELD_LABELS.get(field, field)
+        height = INF_HEIGHT - INF_STEP * index  # each field's triangles on a row of their own
         _line(ax, xs, _values(measured.reference, field), positive, color=color,
               label=f"reference {name}", style={"linestyle": "-", "linewidth": 4,
-                                                "alpha": 0.3})
+                                                "alpha": 0.3}, height=height)
         _line(ax, xs, _values(measured.student, field), positive, color=color,
               label=f"yours: {name}", style={"linestyle": "--", "linewidth": 1.2,
-                                            "marker": "o", "markersize": 3.5}, yours=True)
+                                            "marker": "o", "markersize": 3.5}, yours=True,
+              height=height)
     for guide in panel.guides:
         draw = ax.axvline if guide.axis == "x" else ax.axhline
-        draw(guide.value, color="#555555", linestyle=":", linewidth=1, label=guide.label)
+        color, linestyle = GUIDE_STYLES[guide.axis]
+        draw(guide.value, color=color, linestyle=linestyle, linewidth=1, label=guide.label)
     _violations(ax, measured, panel.fields, positive)
     fields = " and ".join(FIELD_LABELS.get(f, f) for f in panel.fields)
     ax.set_title(f"{fields} against {sweep.x_label.split(' (')[0]}")
@@ -124,7 +143,8 @@ def _draw(ax: Axes, measured: MeasuredSweep, index: int) -> None:
 
 
 def _line(ax: Axes, xs: Sequence[float], ys: Sequence[float | None], positive: bool, *,
-          color: str, label: str, style: dict[str, Any], yours: bool = False) -> None:
+          color: str, label: str, style: dict[str, Any], yours: bool = False,
+          height: float = 0.0) -> None:
     """A curve with gaps where there is no value; infinite values as ^ at the top
     (the student's first ones labelled in the legend)."""
     finite = [math.nan if y is None or math.isinf(y) or (positive and y <= 0) else y
@@ -135,10 +155,13 @@ def _line(ax: Axes, xs: Sequence[float], ys: Sequence[float | None], positive: b
     ax.plot(xs, finite, color=color, label=label, **style)
     infinite = [x for x, y in zip(xs, ys, strict=True) if y is not None and math.isinf(y)]
     if infinite:
-        labelled = not yours or any(line.get_label() == INF_LABEL for line in ax.get_lines())
-        ax.plot(infinite, [INF_HEIGHT] * len(infinite), linestyle="none", marker="^",
-                color=color, alpha=style.get("alpha", 1.0), markersize=6,
-                transform=ax.get_xaxis_transform(), label=None if labelled else INF_LABEL)
+        if yours and not any(line.get_label() == INF_LABEL for line in ax.get_lines()):
+            # the legend's entry: a neutral triangle of its own, never one a curve hides
+            ax.plot([], [], linestyle="none", marker="^", color=INF_LEGEND_COLOR,
+                    markersize=6, label=INF_LABEL)
+        ax.plot(infinite, [height or INF_HEIGHT] * len(infinite), linestyle="none",
+                marker="^", color=color, alpha=style.get("alpha", 1.0), markersize=6,
+                transform=ax.get_xaxis_transform(), label=None)
 
 
 def _violations(ax: Axes, measured: MeasuredSweep, fields: Sequence[str],

@@ -11,21 +11,29 @@ time budget (past it every call is refused), each reply line is read through a b
 buffer, and whatever the submission writes to stdout or stderr goes into a pipe that the
 runner drains into a bounded :class:`OutputSink` (the first part kept for feedback, the
 rest counted and dropped), so that output never fails a call or changes a score.
+
+Where the hardened path is unavailable (Windows, macOS, or a system without the POSIX-only
+modules or /proc: see :mod:`graders.platform_support`), the same runner takes its portable
+path: the worker's stdout and stderr are plain pipes read by two threads (the replies into
+a bounded queue, the output into the same bounded sink), and a deadline kills the worker's
+process tree (its process group, or ``taskkill /T /F`` on Windows). The protocol, the
+deadlines, the reply and output bounds and the time budget are the same.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
+import queue
 import secrets
 import selectors
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -34,6 +42,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from graders import platform_support
 from graders.cleanup import remove_tree, report_problems, sweep_user
 from graders.confinement import (
     LAUNCHER_FAILED,
@@ -151,6 +160,11 @@ class _Worker:
     output: int | None = None
     #: /dev/null, where output past the kept part is spliced without being read.
     discard: int | None = None
+    #: The portable path's reply chunks, read from stdout by a thread (b"" at its end);
+    #: bounded, so that a worker that writes without end blocks instead of filling memory.
+    replies: queue.Queue[bytes] | None = None
+    #: The portable path's thread that drains stdout and stderr into the sink.
+    readers: list[threading.Thread] = field(default_factory=list)
 
 
 class Reason(Enum):
@@ -170,6 +184,9 @@ OUTPUT_CHUNK_BYTES = 1024**2
 #: The most output one drain between calls reads, so that a worker that keeps writing
 #: cannot hold the grader in a drain.
 IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES
+#: Seconds the portable path waits, after a worker is killed, for its output thread to
+#: take in what the worker wrote before it died.
+OUTPUT_JOIN_S = 1.0
 
 
 class OutputSink:
@@ -179,6 +196,8 @@ class OutputSink:
         self.keep_bytes = keep_bytes
         self.total_bytes = 0
         self._kept = bytearray()
+        #: The portable path feeds the sink from a thread.
+        self._lock = threading.Lock()
 
     @property
     def full(self) -> bool:
@@ -186,18 +205,21 @@ class OutputSink:
 
     def feed(self, chunk: bytes) -> None:
         """Take one chunk: keep what fits, count all of it."""
-        room = self.keep_bytes - len(self._kept)
-        if room > 0:
-            self._kept += chunk[:room]
-        self.total_bytes += len(chunk)
+        with self._lock:
+            room = self.keep_bytes - len(self._kept)
+            if room > 0:
+                self._kept += chunk[:room]
+            self.total_bytes += len(chunk)
 
     def count(self, size: int) -> None:
         """Count ``size`` bytes that were dropped unread."""
-        self.total_bytes += size
+        with self._lock:
+            self.total_bytes += size
 
     def summary(self) -> OutputSummary:
-        return OutputSummary(self._kept.decode("utf-8", errors="replace"), self.total_bytes,
-                             len(self._kept), self.keep_bytes)
+        with self._lock:
+            return OutputSummary(self._kept.decode("utf-8", errors="replace"),
+                                 self.total_bytes, len(self._kept), self.keep_bytes)
 
 
 @dataclass(frozen=True)
@@ -298,6 +320,9 @@ class StudentRunner:
         self._runtime = cached_runtime(self.root)
         self._python = worker_python() if sandbox else WorkerPython(Path(sys.executable))
         self._protections = protections_for(sandbox)
+        #: Pipes read by threads, and the process tree killed, instead of the FIFO, the
+        #: selector and the /proc sweep (see the module's docstring).
+        self.portable = self._protections.runner == "portable"
         self._token = secrets.token_hex(16)
         self._box = self.root / "box"
         self._box.mkdir(mode=0o700, exist_ok=True)
@@ -464,13 +489,16 @@ class StudentRunner:
         write: the runner reads it while it waits for a reply, keeps the first part and
         drops the rest.
         """
+        if self.portable:
+            return self._spawn(preload_pint=preload_pint)
         fifo = self._log_path
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo, 0o600)
         try:
             output = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fcntl = platform_support.optional_module("fcntl")
             with contextlib.suppress(OSError, AttributeError):  # a larger pipe: fewer reads
-                fcntl.fcntl(output, fcntl.F_SETPIPE_SZ, OUTPUT_CHUNK_BYTES)
+                fcntl.fcntl(output, fcntl.F_SETPIPE_SZ, OUTPUT_CHUNK_BYTES)  # type: ignore[union-attr]
             try:
                 worker = self._spawn(preload_pint=preload_pint)
             except BaseException:
@@ -521,19 +549,27 @@ class StudentRunner:
         elif self.sandbox is not None:
             drop = {"user": self.sandbox.uid, "group": self.sandbox.gid, "extra_groups": [],
                     "umask": 0o077}
-        with open(self._log_path, "ab") as log:
+        if self.portable:
             process = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                cwd=self._box,
-                env=environment,
-                start_new_session=True,
-                close_fds=True,
-                **drop,
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=self._box, env=environment, close_fds=True,
+                **platform_support.new_group_options(),  # type: ignore[call-overload]
             )
-        worker = _Worker(process)
+            worker = self._read_in_threads(process)
+        else:
+            with open(self._log_path, "ab") as log:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    cwd=self._box,
+                    env=environment,
+                    start_new_session=True,
+                    close_fds=True,
+                    **drop,
+                )
+            worker = _Worker(process)
         self._worker = worker
         self._started = True
         self._pint_ready = False
@@ -548,9 +584,52 @@ class StudentRunner:
             self._send(worker, init)
         return worker
 
+    def _read_in_threads(self, process: subprocess.Popen[bytes]) -> _Worker:
+        """The portable path's worker: its replies read into a bounded queue and its output
+        into the sink, each by a daemon thread that ends when the pipe does."""
+        replies: queue.Queue[bytes] = queue.Queue(
+            maxsize=self.limits.max_reply_bytes // REPLY_CHUNK_BYTES + 2)
+        assert process.stdout is not None
+        assert process.stderr is not None
+        sink = self._output
+
+        def read_replies(stream: Any) -> None:
+            with contextlib.suppress(Exception):
+                while chunk := stream.read1(REPLY_CHUNK_BYTES):
+                    replies.put(chunk)
+            with contextlib.suppress(Exception):
+                stream.close()
+            replies.put(b"")
+
+        def read_output(stream: Any) -> None:
+            with contextlib.suppress(Exception):
+                while chunk := stream.read1(OUTPUT_CHUNK_BYTES):
+                    sink.feed(chunk)  # kept up to its bound, the rest only counted
+            with contextlib.suppress(Exception):
+                stream.close()
+
+        readers = [threading.Thread(target=read_replies, args=(process.stdout,), daemon=True,
+                                    name="serving-grader-replies"),
+                   threading.Thread(target=read_output, args=(process.stderr,), daemon=True,
+                                    name="serving-grader-output")]
+        for reader in readers:
+            reader.start()
+        return _Worker(process, replies=replies, readers=readers)
+
     def _environment(self, *, launcher: bool = False) -> dict[str, str]:
         """The worker's environment; for the launcher, without what the interpreter copy
         needs (LD_LIBRARY_PATH), which the launcher adds for the worker alone."""
+        if sys.platform == "win32":  # Python needs SYSTEMROOT there; TEMP is its TMPDIR
+            return {
+                "SYSTEMROOT": os.environ.get("SYSTEMROOT", r"C:\Windows"),
+                "PATH": os.environ.get("SYSTEMROOT", r"C:\Windows") + r"\System32",
+                "USERPROFILE": str(self._box),
+                "TEMP": str(self._box),
+                "TMP": str(self._box),
+                "PYTHONHASHSEED": "0",
+                "PYTHONUTF8": "1",
+                TOKEN_VARIABLE: self._token,
+            }
         return {
             "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
@@ -630,6 +709,8 @@ class StudentRunner:
         return line
 
     def _wait_for_line(self, worker: _Worker, deadline: float, timeout_s: float) -> int:
+        if worker.replies is not None:
+            return self._wait_in_queue(worker, worker.replies, deadline, timeout_s)
         limit = self.limits.max_reply_bytes
         buffer = worker.buffer
         stdout = worker.process.stdout
@@ -659,6 +740,28 @@ class StudentRunner:
                     end = buffer.find(b"\n", scanned)
                     if end >= 0:
                         return end
+
+    def _wait_in_queue(self, worker: _Worker, replies: queue.Queue[bytes], deadline: float,
+                       timeout_s: float) -> int:
+        """:meth:`_wait_for_line` on the portable path: reply chunks from the queue."""
+        buffer = worker.buffer
+        while True:
+            if len(buffer) > self.limits.max_reply_bytes:
+                raise _WorkerGone("garbage", self._oversize_message())
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
+            try:
+                chunk = replies.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if not chunk:
+                raise _WorkerGone("crashed", self._death_message(worker))
+            scanned = len(buffer)
+            buffer += chunk
+            end = buffer.find(b"\n", scanned)
+            if end >= 0:
+                return end
 
     def _oversize_message(self) -> str:
         return f"the reply exceeded {self.limits.max_reply_bytes} bytes"
@@ -735,6 +838,9 @@ class StudentRunner:
         if worker is None:
             return
         process = worker.process
+        if worker.replies is not None:  # the portable path: its threads own stdout, stderr
+            self._stop_portably(worker)
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         for stream in (process.stdin, process.stdout):
@@ -748,6 +854,24 @@ class StudentRunner:
         sweep(self._token)  # anything the worker left, in any process group
         self._drain(worker, IDLE_DRAIN_BYTES)  # what it wrote before it died is counted
         self._close_output(worker)
+
+
+    @staticmethod
+    def _stop_portably(worker: _Worker) -> None:
+        """Kill the worker's process tree, then give its output thread a moment to take in
+        what the worker wrote before it died (a process it started in a session of its
+        own may keep the pipe open: the thread is a daemon, and is left to it)."""
+        process = worker.process
+        platform_support.kill_tree(process)
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+        try:
+            process.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        for reader in worker.readers[1:]:
+            reader.join(OUTPUT_JOIN_S)
 
 
 def budget_message(budget_s: float) -> str:

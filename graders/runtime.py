@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from graders import platform_support
 from graders.cleanup import cache_folder, remove_tree
 from graders.errors import GraderError
 
@@ -112,7 +113,7 @@ def _is_trusted(folder: Path) -> bool:
         info = folder.lstat()
     except FileNotFoundError:
         return False
-    if not (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+    if not (stat.S_ISDIR(info.st_mode) and platform_support.owned_by_me(info.st_uid)
             and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
         return False
     try:
@@ -131,7 +132,8 @@ def cached_runtime(private_parent: Path) -> Path:
     is built in ``private_parent`` instead, which its owner removes after the run.
     """
     shared = cache_folder() or private_parent  # one place whatever TMPDIR is (cleanup.py)
-    folder = shared / f"serving-grader-runtime-{os.geteuid()}-{_runtime_key()}"
+    uid = platform_support.effective_uid()
+    folder = shared / f"serving-grader-runtime-{'' if uid is None else uid}-{_runtime_key()}"
     if _is_trusted(folder):
         return folder
     if os.path.lexists(folder):  # tampered or foreign: build a private one for this run

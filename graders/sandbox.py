@@ -14,11 +14,9 @@ uid owns after a grading can be removed without touching another grading.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import gc
 import hashlib
 import os
-import pwd
 import shutil
 import signal
 import stat
@@ -31,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graders import platform_support
 from graders.cleanup import (
     cache_folder,
     process_alive,
@@ -139,7 +138,9 @@ class WorkerPython:
 
 
 def running_as_root() -> bool:
-    return os.geteuid() == 0
+    """Whether the grader runs as root where the privilege drop is possible (Linux with
+    its POSIX modules and /proc; see :mod:`graders.platform_support`)."""
+    return platform_support.running_as_root()
 
 
 def protected_folders() -> list[Path]:
@@ -221,6 +222,8 @@ def _lock_folder() -> Path:
 def _try_claim(name: str) -> SandboxClaim | None:
     """A claim on sandbox user ``name``, or None if another process holds it."""
     path = _lock_folder() / f"{name}.lock"
+    import fcntl  # POSIX-only, so imported here: this module imports anywhere
+
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -237,6 +240,8 @@ def _inherited_claim(name: str) -> SandboxClaim | None:
     if held != name or not number.isdigit():
         return None
     fd = int(number)
+    import fcntl  # POSIX-only, so imported here: this module imports anywhere
+
     try:
         if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != \
                 _identity(_lock_folder() / f"{name}.lock"):
@@ -260,6 +265,8 @@ def ensure_sandbox_user(name: str) -> SandboxUser:
     This does not claim it: a grading uses :func:`claim_sandbox_user`.
     """
     _check_name(name)
+    import pwd  # POSIX-only, so imported here: this module imports anywhere
+
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
@@ -278,6 +285,8 @@ def _create_user(name: str) -> None:
     command = [useradd, "--system", "--user-group", "--no-create-home",
                "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name]
     detail = ""
+    import pwd  # POSIX-only, so imported here: this module imports anywhere
+
     for attempt in range(_USERADD_ATTEMPTS):
         try:
             subprocess.run(command, check=True, capture_output=True, text=True)
@@ -416,8 +425,12 @@ def close_to_others(paths: Iterable[Path]) -> None:
 def sweep(token: str) -> list[int]:
     """SIGKILL every process whose environment carries ``token``; return their pids."""
     marker = f"{TOKEN_VARIABLE}={token}".encode()
-    killed = []
-    for entry in Path("/proc").iterdir():
+    killed: list[int] = []
+    try:
+        entries = list(platform_support.PROC.iterdir())
+    except OSError:  # no /proc (macOS, Windows): the runner kills the worker's tree instead
+        return killed
+    for entry in entries:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:

@@ -44,7 +44,7 @@ def _nested(folder: Path) -> Path:
         return found[0]
     if not found:
         raise SubmissionError(f"{SUBMISSION_NAME} not found in submission folder "
-                              f"{str(folder)!r} or its subfolders; submit serving.py")
+                              f"{str(folder)!r} or its subfolders")
     listed = ", ".join(str(path.relative_to(folder)) for path in found[:3])
     raise SubmissionError(f"{len(found)} {SUBMISSION_NAME} files in submission folder "
                           f"{str(folder)!r} ({listed}); keep one")

@@ -96,7 +96,7 @@ DEFAULT_KEYS: Mapping[str, _Field] = MappingProxyType({
     "arrival_qps": _number(500, "non-negative"),
     "service_ms": _number(25),
     "replicas": _whole(8),
-    "slo_ms": _number(200),
+    "slo_ms": _Field("number", "200", True, "positive"),  # a track's own: no lab default
     "service_cv": _number(1.0, "non-negative"),
     "batch_size": _whole(32),
     "batch_efficiency_gain": _number(6.4),
@@ -144,7 +144,7 @@ SCHEMA: Mapping[str, _Field] = MappingProxyType({
         "primary_metric": _text("p99 latency"),
         "guardrail_metric": _text("cost per request"),
         "assumptions": _table({"serving_policy": _text("continuous batching", False)}, False),
-        "defaults": _table(DEFAULT_KEYS, required=False),
+        "defaults": _table(DEFAULT_KEYS),
     }),
 })
 

@@ -15,8 +15,10 @@ from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
 
-from graders.errors import TrackError
-from graders.tracks import Track, default_tracks_dir, display_path, load_tracks
+from graders.errors import GraderError, TrackError
+from graders.tracks import Track, default_tracks_dir, display_path, load_track, load_tracks
+
+USAGE_ERROR = 2
 
 #: Unit printed after each profile field that has one.
 PROFILE_UNITS: Mapping[str, str] = MappingProxyType({
@@ -62,11 +64,31 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Validate every track file and compute its outputs; one ``ok`` line per track."""
-    for track in load_tracks(_folder(args.tracks)):
-        track.default_outputs()
-        print(f"ok  {track.track_id}  {display_path(track.path)}")
-    return 0
+    """Validate every track file and compute its outputs: one ``ok`` line per good file on
+    stdout, one ``graders: error:`` line per problem on stderr (every file is checked)."""
+    folder = _folder(args.tracks)
+    files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
+    if not files:
+        load_tracks(folder)  # raises the folder's one-line error
+    problems = 0
+    seen: dict[str, Path] = {}
+    for path in files:
+        try:
+            track = load_track(path)
+            track.default_outputs()
+        except (GraderError, ValueError, ArithmeticError) as error:
+            print(f"graders: error: {error}", file=sys.stderr)
+            problems += 1
+            continue
+        if track.track_id in seen:
+            print(f"graders: error: {display_path(path)}: track.id {track.track_id!r} is "
+                  f"already used by {display_path(seen[track.track_id])}; track ids must be "
+                  "unique, rename one of them", file=sys.stderr)
+            problems += 1
+            continue
+        seen[track.track_id] = path
+        print(f"ok  {track.track_id}  {display_path(path)}")
+    return USAGE_ERROR if problems else 0
 
 
 def parse_settings(items: Sequence[str]) -> dict[str, str]:
@@ -90,7 +112,15 @@ def show_lines(track: Track) -> list[str]:
             ("model", f"{profile.model_name} ({profile.model_ref})")]
     skip = {"track_id", "label", "hardware_ref", "model_ref", "hardware_name", "model_name",
             "source_refs"}
-    rows += [(f.name, _with_unit(f.name, getattr(profile, f.name)))
+    from reference.profile import DEFAULT_FIELDS
+
+    given = track.variant.defaults
+
+    def defaulted(name: str) -> str:
+        key = DEFAULT_FIELDS.get(name, (None, None))[0]
+        return "  (lab default)" if key is not None and key not in given else ""
+
+    rows += [(f.name, _with_unit(f.name, getattr(profile, f.name)) + defaulted(f.name))
              for f in fields(profile) if f.name not in skip]
     out = track.default_outputs()
     q, b, c, s = out.queueing, out.batching, out.cache, out.cold_start

@@ -28,7 +28,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import resource
 import signal
 import sys
 import traceback
@@ -59,8 +58,13 @@ class Budget:
                 raise ReplyTooLarge
 
 
-def set_limits(limits: dict[str, int]) -> None:
-    """Lower this process's resource limits before any student code runs."""
+def set_limits(limits: dict[str, int]) -> bool:
+    """Lower this process's resource limits before any student code runs; whether it
+    could (not where there is no ``resource`` module, as on Windows)."""
+    try:
+        import resource  # POSIX-only: the worker must start anywhere
+    except ImportError:
+        return False
     names = {
         "cpu_s": resource.RLIMIT_CPU,
         "address_space_bytes": resource.RLIMIT_AS,
@@ -80,7 +84,9 @@ def set_limits(limits: dict[str, int]) -> None:
             resource.setrlimit(which, (value, value))
         except (ValueError, OSError):
             resource.setrlimit(which, (min(value, hard), hard))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return True
 
 
 def unit_registry() -> Any:
@@ -285,7 +291,7 @@ def main() -> None:
     print, sys.stderr and raw writes to fds 1 and 2 all land there, never in the protocol.
     """
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)
@@ -294,7 +300,7 @@ def main() -> None:
     limits = init.get("limits", {})
     if isinstance(limits.get("reply_bytes"), int):
         REPLY_LIMIT.append(limits["reply_bytes"])
-    set_limits(limits)
+    limited = set_limits(limits)
     sys.setrecursionlimit(int(init.get("recursion_limit", 3000)))
     path = init["submission"]
     try:
@@ -309,7 +315,7 @@ def main() -> None:
             pint_loaded = True
         except Exception:
             pint_loaded = False
-    send(replies, {"ready": True, "pint": pint_loaded})
+    send(replies, {"ready": True, "pint": pint_loaded, "rlimits": limited})
     serve_forever(module, requests, replies)
 
 

@@ -29,7 +29,7 @@ from graders.curves import curve_cases
 from graders.export import SuiteTest, export_student, suite_tests, visible_share
 from graders.reports import gradescope_problems
 from graders.scoring import GraderMark
-from graders.tracks import default_tracks_dir, load_tracks
+from graders.tracks import default_tracks_dir, load_track, load_tracks
 from graders.versions import GRADING_PACKAGES, REPORT_PACKAGES, pinned, pinned_requirements
 
 REPO = Path(__file__).resolve().parent.parent
@@ -163,6 +163,15 @@ def test_the_student_readme_states_the_visible_points(bundle: Path) -> None:
     assert "$" + "visible_max" not in readme
 
 
+def test_the_student_readme_lists_the_tracks_the_bundle_holds(bundle: Path) -> None:
+    readme = (bundle / "README.md").read_text(encoding="utf-8")
+    labels = [load_track(path).label for path in sorted((bundle / "tracks").glob("*.toml"))]
+    assert f"{len(labels)} deployment tracks of `tracks/` ({', '.join(labels)})" in " ".join(
+        readme.split())
+    assert not (bundle / "graders" / "regrade.py").exists()
+    assert not (bundle / "graders" / "tracks_cli.py").exists()
+
+
 def test_export_student_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("mine", encoding="utf-8")
     assert_usage_error(graders("export", "student", tmp_path), "is not an empty folder")
@@ -275,7 +284,7 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     official = pins.read_text(encoding="utf-8")
     pins.write_text(official.replace(f"Pint=={pinned()['pint']}", "Pint==0.0.1"),
                     encoding="utf-8")
-    drifted = run([python.with_name("pytest"), "--collect-only", "-q"], cwd=clone)
+    drifted = run([python.with_name("pytest"), "--collect-only"], cwd=clone)
     assert "serving-grader: WARNING: pint " in drifted.stdout
     assert "(official: 0.0.1): your local score may differ" in drifted.stdout
     pins.write_text(official, encoding="utf-8")
@@ -298,6 +307,11 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     # the invariants met the very inputs they meet in this checkout (another install mode)
     assert results["extra_data"]["invariant_inputs_sha256"] == checkout_invariant_inputs(
         tmp_path)
+
+    commands = run([python.with_name("graders"), "--help"], cwd=clone)
+    assert "{grade}" in commands.stdout  # export, regrade and tracks need the checkout
+    for missing in ("export", "regrade", "tracks"):
+        assert missing not in commands.stdout
 
     shutil.copyfile(CORPUS / BUGGY / "serving.py", clone / "serving.py")
     graded = run([python.with_name("graders"), "grade", "serving.py", "--results",

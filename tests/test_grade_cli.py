@@ -279,3 +279,49 @@ def test_a_tracks_folder_that_is_missing_or_empty_is_a_usage_error(tmp_path: Pat
 
 def test_the_console_script_reports_usage_errors_the_same_way(tmp_path: Path) -> None:
     assert_usage_error(graders("grade", tmp_path / "nowhere", script=True), "not found")
+
+
+def test_grade_has_every_grading_option_of_the_plugin() -> None:
+    from graders.cli import grade_flag
+    from graders.settings import OPTIONS
+
+    result = graders("grade", "--help")
+    assert result.returncode == 0
+    for option in OPTIONS:
+        if option.name != "student":
+            assert f"{grade_flag(option)} {option.metavar}" in result.stdout
+            assert option.flag in result.stdout.replace("-\n", "-").replace(" ", "")
+    assert "--timeout SECONDS" in result.stdout
+    assert "--examples N" in result.stdout
+
+
+def test_grade_passes_its_grading_options_to_the_run(tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    result = graders("grade", CORRECT, "--results", results, "--timeout", "5",
+                     "--rel-tol", "0.001", "--abs-tol", "0.0001", "--examples", "3",
+                     "--time-budget", "60")
+    assert result.returncode == 0, result.stderr
+    assert load(results)["score"] == 100.0
+    bad = graders("grade", CORRECT, "--timeout", "0")
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1
+    assert "--timeout" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_grade_quiet_prints_only_the_score_table_and_the_counts(tmp_path: Path) -> None:
+    result = graders("grade", CORRECT, "-q", "--results", tmp_path / "results.json")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert lines[-1] == "48 passed"
+    assert any(line.startswith("TOTAL 100.00") for line in lines)
+    assert "results written" not in result.stdout
+    assert not any(set(line.split("[")[0].strip()) <= set(".F") and line.strip("[]% 0123456789")
+                   for line in lines)
+
+
+def test_the_top_level_help_has_no_raw_markup_and_tracks_has_no_list() -> None:
+    top = graders("--help")
+    assert "``" not in top.stdout
+    tracks = graders("tracks", "--help")
+    assert "list" not in tracks.stdout

@@ -221,6 +221,12 @@ def test_scores_are_shown_as_results_json_holds_them() -> None:
     assert number(12.5) == "12.5"
 
 
+def test_the_page_heading_shows_two_decimals_like_every_other_score() -> None:
+    page = build_page({"score": 80.251282, "tests": [], "extra_data": {"max_score": 95}}, [])
+    assert '>80.25</span> / <span id="max-score">95.00</span>' in page
+    assert "80.251282 /" not in page
+
+
 def test_the_page_shows_the_results_score_by_function_and_track() -> None:
     tests = [a_test("serve matches", "serve", 8.0, 8.0, "All cases passed."),
              a_test("queueing [iphone]", "queueing_latency", 1.25, 3.0, "p99 wrong",
@@ -228,7 +234,7 @@ def test_the_page_shows_the_results_score_by_function_and_track() -> None:
              a_test("queueing [robotaxi]", "queueing_latency", 3.0, 3.0, "ok",
                     track="robotaxi")]
     page = build_page(results_document(tests, 12.25), [])
-    assert 'data-score="12.25">12.25</span> / <span id="max-score">100</span>' in page
+    assert 'data-score="12.25">12.25</span> / <span id="max-score">100.00</span>' in page
     assert ('<tr data-function="queueing_latency"><td>queueing_latency</td>'
             '<td class="num">4.25</td><td class="num">6.00</td><td class="num">2</td>') in page
     assert '<tr data-track="iphone"><td>iphone</td><td class="num">1.25</td>' in page
@@ -302,7 +308,7 @@ def test_if_the_plots_fail_the_page_still_shows_the_score_and_why(
                        reference_expected)
     report = FeedbackReport({tracks[0].track_id: tracks[0].label}, tuple(measured))
     page = report.page(results_document([], 42.5))
-    assert 'data-score="42.5">42.5</span>' in page
+    assert 'data-score="42.5">42.50</span>' in page
     assert "(feedback report: the plots could not be drawn: RuntimeError: no fonts)" in page
 
 
@@ -350,7 +356,7 @@ def test_the_html_ini_key_writes_the_page_relative_to_the_ini_file(
     result.stdout.fnmatch_lines(["feedback report written to *out*page.html"])
     result.stdout.no_fnmatch_line("INTERNALERROR*")
     page = (pytester.path / "out" / "page.html").read_text(encoding="utf-8")
-    assert '<span id="score" data-score="0">0</span>' in page
+    assert '<span id="score" data-score="0">0.00</span>' in page
     assert "serve: not implemented yet" not in page  # serve is not plotted
     assert page.count('class="no-plot"') == 4 * len(PLOTTED_FUNCTIONS)
 

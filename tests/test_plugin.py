@@ -409,3 +409,67 @@ def test_a_sandbox_user_with_uid_0_is_a_usage_error(pytester: pytest.Pytester) -
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*sandbox user 'root' has uid or gid 0*"])
     result.stdout.no_fnmatch_line("INTERNALERROR*")
+
+
+def test_a_syntax_error_is_said_once_at_the_top(pytester: pytest.Pytester) -> None:
+    (pytester.path / "serving.py").write_text("def serve(:\n", encoding="utf-8")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-rf")
+    text = result.stdout.str()
+    assert text.count("SyntaxError") == 1
+    feedback = text.index("serving-lab feedback")
+    assert text.index("SyntaxError") < text.index("serving-lab score")
+    assert text.index("SyntaxError") > feedback
+    result.stdout.fnmatch_lines(["FAILED *serve* - serving.py does not import*"])
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+
+
+def test_with_x_what_did_not_run_is_one_line(pytester: pytest.Pytester) -> None:
+    bugged(pytester, "def serve(", "def serve_unused(")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-x")
+    text = result.stdout.str()
+    assert ": not run" not in text
+    not_run = [line for line in text.splitlines() if line.startswith("not run: ")]
+    assert len(not_run) == 1
+    assert "graded tests (of " in not_run[0]
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+
+
+def test_the_short_summary_and_invariant_feedback_start_with_the_reason(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # pytest cuts summary lines at the terminal's width
+    shutil.copy(TEMPLATE, pytester.path / "serving.py")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-rf",
+                                "--grader-results", "results.json",
+                                "-k", "test_cases or cache_capacity")
+    result.stdout.fnmatch_lines([
+        "FAILED *test_serve* - 36 of 36 cases failed: not implemented yet*"])
+    result.stdout.no_fnmatch_line("*graders.grading.*")
+    outputs = [test["output"] for test in strict_json(pytester.path / "results.json")["tests"]
+               if test["status"] == "failed"]
+    assert outputs
+    for output in outputs:
+        assert not output.startswith("graders."), output
+        assert "namespace(" not in output
+        assert "mappingproxy" not in output
+        assert str(pytester.path) not in output
+        assert len(output) < 600, output
+
+
+def test_a_dependent_function_s_feedback_starts_at_its_root_cause(
+    pytester: pytest.Pytester,
+) -> None:
+    shutil.copy(REPO / "tests" / "corpus" / "p99_at_q095" / "serving.py",
+                pytester.path / "serving.py")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-k", "batching_tax",
+                                "--grader-results", "results.json")
+    outputs = [test["output"] for test in strict_json(pytester.path / "results.json")["tests"]
+               if test["status"] == "failed" and test["visibility"] == "visible"
+               and "batching_tax" in test["name"]]
+    assert outputs
+    for output in outputs:
+        assert output.splitlines()[1] == (
+            "your batching_tax uses your queueing_latency, which is wrong for these inputs: "
+            "fix queueing_latency first")
+        assert "lambda/B" not in output
+    result.stdout.no_fnmatch_line("INTERNALERROR*")

@@ -262,12 +262,14 @@ def test_a_failed_student_call_is_grouped_by_its_cause_not_by_the_call() -> None
                "graders.grading.StudentCallFailed: erlang_c(f(1), 2): serving.py could not be "
                "imported: SystemExit: 0 (falsifying example: tr",
                "erlang_c matches: 2 of 2 cases failed\nevery failed case: serving.py could not "
-               "be imported: SystemExit: 0"]
+               "be imported: SystemExit: 0",
+               "serving.py could not be imported: SystemExit: 0, in serve(<profile x>, 2) "
+               "(falsifying example: n=1)"]
     entry = graded("eve", *(result_test(f"t{i}", "serve", 0.0, 1.0, output)
                             for i, output in enumerate(outputs)))
     [group] = failure_groups([entry])
     assert (group.message, group.submissions, len(group.tests)) == (
-        "serving.py could not be imported: SystemExit: #", 1, 3)
+        "serving.py could not be imported: SystemExit: #", 1, 4)
 
 
 def test_the_histogram_has_equal_bins_with_the_maximum_in_the_last() -> None:
@@ -490,8 +492,7 @@ def test_submissions_that_cannot_be_read_are_listed_as_rejected_with_no_points(
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     reasons = {row["submission"]: row["reason"] for row in report["not_graded"]}
     assert reasons == {
-        "empty": "serving.py not found in submission folder 'empty' or its subfolders; "
-                 "submit serving.py",
+        "empty": "serving.py not found in submission folder 'empty' or its subfolders",
         "huge": "submission 'huge.py' is 1000001 bytes; the limit is 1000000 bytes",
         "linked": "submission 'linked' is a symbolic link; submit serving.py itself",
         "two": "2 serving.py files in submission folder 'two' (a/serving.py, b/serving.py); "
@@ -754,3 +755,13 @@ def test_a_submission_past_the_timeout_is_stopped_with_fallback_results(base: Pa
     assert "grading took longer than 10 s and was stopped" in results["output"]
     assert "not graded: hangs (timed_out)" in run.stdout
     assert survivors(str(home)) == []
+
+
+def test_the_same_failure_of_two_functions_makes_two_groups_each_with_its_hint() -> None:
+    output = ("t: 1 of 1 cases failed (tolerance rel 1e-06, abs 1e-09)\n"
+              "every failed case: not implemented yet (NotImplementedError)")
+    entry = graded("fay", result_test("t_state", "transformer_state_gb", 0.0, 1.0, output),
+                   result_test("t_quantity", "quantity_to_float", 0.0, 1.0, output))
+    groups = failure_groups([entry])
+    assert sorted(group.functions for group in groups) == [("quantity_to_float",),
+                                                           ("transformer_state_gb",)]

@@ -199,3 +199,31 @@ def test_new_stdout_prints_a_track_file_that_loads(tmp_path: Path) -> None:
     path.write_text(result.stdout, encoding="utf-8")
     track = load_track(path)
     assert (track.label, track.variant.defaults["arrival_qps"]) == ("Jetson Orin NX", 40)
+
+
+def test_check_names_every_bad_file_and_every_good_one(tmp_path: Path) -> None:
+    for path in sorted(TRACKS.glob("*.toml")):
+        shutil.copy(path, tmp_path)
+    for name, old, new in (("iphone.toml", "slo_ms", "# slo_ms"),
+                           ("robotaxi.toml", "[model]", "[modle]"),
+                           ("oura_ring.toml", "[track]", "[track")):
+        path = tmp_path / name
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+    result = graders("tracks", "check", "--tracks", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stdout.splitlines() == [f"ok  cloud_fleet  {tmp_path / 'cloud_fleet.toml'}"]
+    problems = result.stderr.splitlines()
+    assert len(problems) == 3
+    assert all(line.startswith("graders: error: ") for line in problems)
+    assert "missing required key variant.defaults.slo_ms" in problems[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_show_marks_the_values_a_track_leaves_to_the_lab_defaults(tmp_path: Path) -> None:
+    text = (TRACKS / "iphone.toml").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if not line.startswith("warm_pool_replicas")]
+    (tmp_path / "iphone.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = graders("tracks", "show", "--tracks", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    marked = [line for line in result.stdout.splitlines() if "(lab default)" in line]
+    assert [line.split()[0] for line in marked] == ["warm_pool_replicas"]

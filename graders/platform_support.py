@@ -1,0 +1,148 @@
+"""What this system offers the grader: the hardened runner's needs, or a portable one.
+
+The hardened path (a FIFO drained with ``selectors``, rlimits, the ``/proc`` sweep, the
+privilege drop and job-slot locks as root) needs Linux: the POSIX-only modules ``pwd``,
+``grp``, ``fcntl`` and ``resource``, process groups, FIFOs and ``/proc``. Elsewhere
+(Windows, macOS, or any system lacking one of them) the runner takes its portable path:
+still a separate worker process speaking the same JSON protocol, with its pipes read by
+threads, its per-call deadline enforced by killing its whole process tree, and the same
+output bound and time budget.
+
+Nothing here imports a POSIX-only module at import time: :func:`optional_module` tries
+it when asked. :data:`PROC` is read through this module (tests point it elsewhere to
+play a system without ``/proc``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+#: Where the process information file system is mounted (Linux).
+PROC = Path("/proc")
+#: The modules the hardened path needs, none of which Windows has.
+POSIX_MODULES = ("pwd", "grp", "fcntl", "resource")
+#: Seconds ``taskkill`` may take to end a worker's process tree on Windows.
+TASKKILL_TIMEOUT_S = 10.0
+
+
+def optional_module(name: str) -> ModuleType | None:
+    """The module ``name``, or None where this system does not have it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the system offers the runner, probed when asked (cheap: imports are cached)."""
+
+    #: Names of the POSIX-only modules that cannot be imported here.
+    missing_modules: tuple[str, ...]
+    proc: bool
+    fifo: bool
+    process_groups: bool
+    linux: bool
+
+    @property
+    def hardened(self) -> bool:
+        """Whether the hardened runner can run here."""
+        return (self.linux and not self.missing_modules and self.proc and self.fifo
+                and self.process_groups)
+
+    @property
+    def rlimits(self) -> bool:
+        """Whether the worker can lower its resource limits (it probes this itself too)."""
+        return "resource" not in self.missing_modules
+
+    def why_portable(self) -> str:
+        """Why the hardened runner is not used ("" when it is)."""
+        reasons = []
+        if not self.linux:
+            reasons.append(f"{sys.platform} is not Linux")
+        if self.missing_modules:
+            reasons.append("no " + ", ".join(self.missing_modules) + " module")
+        if not self.proc:
+            reasons.append(f"no {PROC}")
+        if not self.fifo:
+            reasons.append("no FIFOs")
+        if not self.process_groups:
+            reasons.append("no process groups")
+        return "; ".join(reasons)
+
+
+def capabilities() -> Capabilities:
+    """Probe this system now."""
+    missing = tuple(name for name in POSIX_MODULES if optional_module(name) is None)
+    try:
+        proc = (PROC / "self").is_dir()
+    except OSError:
+        proc = False
+    return Capabilities(missing_modules=missing, proc=proc, fifo=hasattr(os, "mkfifo"),
+                        process_groups=hasattr(os, "killpg") and hasattr(os, "setsid"),
+                        linux=sys.platform.startswith("linux"))
+
+
+def hardened_available() -> bool:
+    return capabilities().hardened
+
+
+def effective_uid() -> int | None:
+    """This process's effective uid, or None where there are no uids (Windows)."""
+    geteuid = getattr(os, "geteuid", None)
+    return int(geteuid()) if geteuid is not None else None
+
+
+def running_as_root() -> bool:
+    """Whether the grader runs as root on a system where that enables the privilege drop
+    (the hardened path's): never on Windows or without ``pwd``/``fcntl``/``/proc``."""
+    return effective_uid() == 0 and hardened_available()
+
+
+def owned_by_me(uid: int) -> bool:
+    """Whether a file with owner ``uid`` belongs to this user (always, without uids)."""
+    me = effective_uid()
+    return me is None or uid == me
+
+
+def new_group_options() -> dict[str, object]:
+    """Popen options that start a worker as the head of a process tree it can be killed
+    with: its own session (POSIX) or a new process group (Windows)."""
+    if sys.platform == "win32":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+def kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """Kill ``process`` and everything it started: its process group on POSIX,
+    ``taskkill /T /F`` on Windows. Never raises."""
+    if sys.platform == "win32":
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=TASKKILL_TIMEOUT_S, check=False)
+    else:
+        killpg = getattr(os, "killpg", None)
+        if killpg is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        process.kill()
+
+
+def needs_linux(command: str) -> str | None:
+    """One line saying ``command`` needs Linux, when the hardened path is unavailable."""
+    found = capabilities()
+    if found.hardened:
+        return None
+    return (f"graders {command} needs Linux (it locks job slots, sweeps /proc and drops "
+            f"privileges; here: {found.why_portable()}); use 'graders grade' for one "
+            "submission at a time")
