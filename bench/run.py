@@ -53,8 +53,8 @@ def calls_per_second(call: Callable[[], object], calls: int) -> float:
 
 def runner_rates(calls: int) -> tuple[float, float]:
     """(worker calls/s, in-process calls/s) for erlang_c on a 16-replica fleet."""
-    from graders.cases import RESULT_FIELDS
-    from graders.runner import StudentRunner
+    from graders.grading.cases import RESULT_FIELDS
+    from graders.sandbox.runner import StudentRunner
 
     fields = RESULT_FIELDS["erlang_c"]
     with StudentRunner(CORRECT.read_bytes()) as runner:

@@ -82,12 +82,39 @@ def drift_warning(pins: dict[str, str] | None = None) -> str | None:
             f"reinstall the pinned versions with: pip install -r {CONSTRAINTS}")
 
 
+def _requirement_name(requirement: str) -> str | None:
+    """The distribution a requirement names, or ``None`` when it only applies to an extra."""
+    if "extra" in requirement.partition(";")[2]:
+        return None
+    match = re.match(r"[A-Za-z0-9._-]+", requirement.strip())
+    return match.group(0) if match else None
+
+
+def distribution_closure(roots: tuple[str, ...]) -> list[importlib.metadata.Distribution]:
+    """The installed distributions ``roots`` need, found through their metadata."""
+    seen: dict[str, importlib.metadata.Distribution] = {}
+    pending = list(roots)
+    while pending:
+        name = pending.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        seen[key] = dist
+        for requirement in dist.requires or ():
+            dependency = _requirement_name(requirement)
+            if dependency:
+                pending.append(dependency)
+    return list(seen.values())
+
+
 def pinned_requirements(roots: tuple[str, ...], *, without: tuple[str, ...] = ()
                         ) -> list[str]:
     """``name==version`` for every pinned package ``roots`` install (as installed here),
     leaving out what ``without`` installs: a distribution's exact dependencies."""
-    from graders.runtime import distribution_closure
-
     def names(packages: tuple[str, ...]) -> set[str]:
         return {_normalized(dist.metadata["Name"]) for dist in distribution_closure(packages)}
 

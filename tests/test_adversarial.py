@@ -43,8 +43,8 @@ from typing import Any
 
 import pytest
 
-from graders.cleanup import cache_folder
-from graders.runner import Limits
+from graders.sandbox.cleanup import cache_folder
+from graders.sandbox.runner import Limits
 
 pytestmark = pytest.mark.slow
 

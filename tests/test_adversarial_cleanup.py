@@ -34,11 +34,11 @@ from typing import Any
 
 import pytest
 
-import graders.confinement
-from graders.cleanup import SHARED_WRITABLE, sweep_user
-from graders.reports import read_valid_results
-from graders.runner import Limits, StudentRunner
-from graders.sandbox import SandboxUser, claim_sandbox_user
+import graders.sandbox.confinement
+from graders.results.reports import read_valid_results
+from graders.sandbox.cleanup import SHARED_WRITABLE, sweep_user
+from graders.sandbox.privileges import SandboxUser, claim_sandbox_user
+from graders.sandbox.runner import Limits, StudentRunner
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ LIMITS = Limits()
 #: A grading that takes longer than this is stuck (a generous bound, not a measurement).
 GRADING_TIMEOUT_S = LIMITS.worst_case_s + 600
 NO_NAMESPACES = """\
-import graders.confinement as confinement
+import graders.sandbox.confinement as confinement
 
 confinement.namespace_support = lambda uid, gid: "namespaces switched off by the test"
 """
@@ -248,7 +248,7 @@ def test_the_attack_has_teeth_only_when_two_gradings_share_a_user(
         shared: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two runners at once, without namespaces: sharing a uid, the attacker reads the other
     grading's staged serving.py and kills its worker; with a user each, it can do neither."""
-    monkeypatch.setattr(graders.confinement, "namespace_support",
+    monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
                         lambda uid, gid: "namespaces switched off by the test")
     claims = [claim_sandbox_user(), claim_sandbox_user()]
     # "one user": both run as the first claimed user (held by this test, so no one else's

@@ -33,8 +33,8 @@ from typing import Any
 
 import pytest
 
-from graders.reports import gradescope_problems
-from graders.runner import Limits
+from graders.results.reports import gradescope_problems
+from graders.sandbox.runner import Limits
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,7 @@ DECOY = b"a file of root's that no grading may change\n"
 #: Raw bytes that must never reach the terminal: ESC, the C1 CSI and OSC (as UTF-8), BEL,
 #: CR, and a lone surrogate (as Python's surrogatepass writes it).
 TERMINAL_FORBIDDEN = (b"\x1b", b"\xc2\x9b", b"\xc2\x9d", b"\x07", b"\r", b"\xed\xa0\x80")
-#: Characters no text output may hold raw (see graders.text_safety).
+#: Characters no text output may hold raw (see graders.escaping).
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 #: Markup that must not appear unescaped in an output rendered as HTML or Markdown.
 RENDERED_MARKUP = re.compile(r"(?<![\\&])<(script|img)|(?<!\\)!\[|(?<!\\)\]\(")

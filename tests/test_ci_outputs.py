@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from test_grade_cli import CORPUS, CORRECT, assert_usage_error, graders, load
 
-from graders.classroom import classroom_results, github_output_line
-from graders.grade_cli import EXIT_CODES
-from graders.gradescope_metadata import submission_extra
-from graders.scoring import TestScore
+from graders.cli.grade import EXIT_CODES
+from graders.grading.scoring import TestScore
+from graders.results.classroom import classroom_results, github_output_line
+from graders.results.metadata import submission_extra
 
 REPO = Path(__file__).resolve().parent.parent
 BUGGY = CORPUS / "slo_ok_uses_mean"

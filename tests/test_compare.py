@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graders.compare import (
+from graders.grading.compare import (
     DEFAULT_ABS_TOL,
     DEFAULT_REL_TOL,
     Difference,

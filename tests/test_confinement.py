@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
-import graders.confinement
-from graders import confinement_launcher
-from graders.confinement import (
+import graders.sandbox.confinement
+from graders.sandbox import launcher as confinement_launcher
+from graders.sandbox.confinement import (
     COVERED_FOLDERS,
     LAUNCHER,
     TEMP_SPACE_BYTES,
@@ -41,15 +41,15 @@ from graders.confinement import (
     namespace_support,
     protections_for,
 )
-from graders.runner import CallOutcome, Limits, StudentRunner
-from graders.runtime import cached_runtime
-from graders.sandbox import (
+from graders.sandbox.privileges import (
     SandboxUser,
     claim_sandbox_user,
     close_to_others,
     protected_folders,
     worker_python,
 )
+from graders.sandbox.runner import CallOutcome, Limits, StudentRunner
+from graders.sandbox.runtime import cached_runtime
 
 REPO = Path(__file__).resolve().parents[1]
 ADVERSARIAL = REPO / "tests" / "adversarial"
@@ -329,7 +329,7 @@ def test_without_cap_sys_admin_the_launcher_fails_in_one_line(
 
 
 def test_without_cap_sys_admin_no_probe_is_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(graders.confinement, "_has_capability", lambda bit: False)
+    monkeypatch.setattr(graders.sandbox.confinement, "_has_capability", lambda bit: False)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(sys, "platform", "linux")
 
@@ -347,7 +347,7 @@ def test_without_cap_sys_admin_no_probe_is_run(monkeypatch: pytest.MonkeyPatch) 
 
 def test_where_namespaces_are_unavailable_the_worker_runs_as_before(
         sandbox_user: SandboxUser, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(graders.confinement, "namespace_support",
+    monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
                         lambda uid, gid: "cannot confine the worker: unshare: Operation "
                                          "not permitted")
     close_to_others(protected_folders())
@@ -459,7 +459,7 @@ def test_a_box_outside_the_covered_folders_is_bounded_all_the_same(
         namespaces: SandboxUser, monkeypatch: pytest.MonkeyPatch) -> None:
     """The box gets the tmpfs whether or not it lies under /tmp (here /tmp is left
     uncovered, as a TMPDIR elsewhere would leave the box)."""
-    monkeypatch.setattr(graders.confinement, "COVERED_FOLDERS",
+    monkeypatch.setattr(graders.sandbox.confinement, "COVERED_FOLDERS",
                         tuple(folder for folder in COVERED_FOLDERS if folder != "/tmp"))
     close_to_others(protected_folders())
     with StudentRunner(PROBE, limits=Limits(call_timeout_s=10.0), sandbox=namespaces) as runner:
@@ -671,4 +671,4 @@ def test_a_confinement_attack_gains_nothing_and_leaves_nothing(case: str, home: 
 
 
 def test_the_runner_knows_the_launchers_failure_code() -> None:
-    assert confinement_launcher.EXIT_FAILED == graders.confinement.LAUNCHER_FAILED
+    assert confinement_launcher.EXIT_FAILED == graders.sandbox.confinement.LAUNCHER_FAILED

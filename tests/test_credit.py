@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from graders.credit import (
+from graders.grading.credit import (
     FunctionEvidence,
     answer_key,
     input_scalars,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from graders.contract import RESULT_FIELDS
+from graders.grading.contract import RESULT_FIELDS
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from test_grade_cli import CORPUS, graders, load
 
-from graders.tracks import default_tracks_dir
+from graders.trackfiles.tracks import default_tracks_dir
 
 pytestmark = [pytest.mark.needs_mlsysim, pytest.mark.slow]
 JETSON = ("--id", "jetson_orin_nx", "--hardware", "Hardware.Edge.JetsonOrinNX",

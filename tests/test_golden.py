@@ -13,18 +13,18 @@ from typing import Any
 import pytest
 from test_grade_cli import CORPUS, graders, load
 
-from graders.cases import Case, serve_cases, visible_cases
-from graders.contract import PROFILE_FIELDS, RESULT_FIELDS
 from graders.errors import GoldenError
-from graders.golden import (
+from graders.expected.golden import (
     GoldenOracle,
     build_golden,
     fingerprint,
     from_json_data,
     to_json_data,
 )
-from graders.oracle import ReferenceOracle, choose_oracle
-from graders.tracks import default_tracks_dir, load_tracks
+from graders.expected.oracle import ReferenceOracle, choose_oracle
+from graders.grading.cases import Case, serve_cases, visible_cases
+from graders.grading.contract import PROFILE_FIELDS, RESULT_FIELDS
+from graders.trackfiles.tracks import default_tracks_dir, load_tracks
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -132,7 +132,7 @@ def test_the_feedback_on_a_buggy_submission_shows_no_grader_tracebacks(
     outputs = [test["output"] for test in document["tests"]]
     for text in [run.stdout, run.stderr, *outputs]:
         assert "Traceback" not in text
-        assert "graders/grading.py" not in text
+        assert "graders/grading/checks.py" not in text
 
 
 def test_a_submission_that_exits_at_import_is_graded_0_with_a_valid_results_file(
@@ -282,8 +282,7 @@ def test_the_console_script_reports_usage_errors_the_same_way(tmp_path: Path) ->
 
 
 def test_grade_has_every_grading_option_of_the_plugin() -> None:
-    from graders.cli import grade_flag
-    from graders.settings import OPTIONS
+    from graders.plugin.settings import OPTIONS, grade_flag
 
     result = graders("grade", "--help")
     assert result.returncode == 0

@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 
 from graders import cli
-from graders.cases import Case
-from graders.curve_checks import violations
-from graders.curve_data import measure
-from graders.curves import PLOTTED_FUNCTIONS, Sweep, curve_cases, track_sweeps
 from graders.errors import ReportError
-from graders.expectations import reference_expected
-from graders.feedback_report import FeedbackReport
-from graders.html_report import CSP, PlotView, build_page, number
-from graders.report_plots import INSTALL_HINT, require_matplotlib
-from graders.runner import CallOutcome, StudentRunner
-from graders.tracks import Track, default_tracks_dir, load_tracks
+from graders.expected.reference import reference_expected
+from graders.feedback.checks import violations
+from graders.feedback.curves import PLOTTED_FUNCTIONS, Sweep, curve_cases, track_sweeps
+from graders.feedback.measure import measure
+from graders.feedback.page import FeedbackReport
+from graders.feedback.plots import INSTALL_HINT, require_matplotlib
+from graders.feedback.render import CSP, PlotView, build_page, number
+from graders.grading.cases import Case
+from graders.sandbox.runner import CallOutcome, StudentRunner
+from graders.trackfiles.tracks import Track, default_tracks_dir, load_tracks
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus"
@@ -297,12 +297,12 @@ def test_a_function_without_values_shows_its_message_instead_of_a_plot() -> None
 
 def test_if_the_plots_fail_the_page_still_shows_the_score_and_why(
         tracks: tuple[Track, ...], monkeypatch: pytest.MonkeyPatch) -> None:
-    import graders.report_plots
+    import graders.feedback.plots
 
     def broken(sweeps: object) -> str:
         raise RuntimeError("no fonts")
 
-    monkeypatch.setattr(graders.report_plots, "figure_uri", broken)
+    monkeypatch.setattr(graders.feedback.plots, "figure_uri", broken)
     sweep = track_sweeps(tracks[0])[0]
     measured = measure([sweep], lambda case: CallOutcome("ok", value=reference_expected(case)),
                        reference_expected)
@@ -496,6 +496,7 @@ def test_the_page_in_headless_chromium(graded: dict[str, tuple[Path, dict[str, A
             page.on("request", lambda request: requests.append(request.url))
             page.goto(path.as_uri(), wait_until="load")
             score = page.locator("#score").inner_text()
+            exact = page.locator("#score").get_attribute("data-score")
             images = page.eval_on_selector_all(
                 "img[data-function]", "els => els.map(e => [e.dataset.function, "
                 "e.dataset.track, e.complete && e.naturalWidth > 0])")
@@ -505,7 +506,9 @@ def test_the_page_in_headless_chromium(graded: dict[str, tuple[Path, dict[str, A
     print(f"screenshot of the {name} page: {screenshot}")  # noqa: T201
     assert problems == []
     assert all(url.startswith(("file:", "data:")) for url in requests), requests
-    assert float(score) == document["score"]
+    assert score == f"{document['score']:.2f}"  # shown as everywhere else, 2 decimals
+    assert exact is not None
+    assert float(exact) == document["score"]  # and exactly, for tools
     assert {(f, t) for f, t, _ in images} == {(function, track.track_id)
                                               for function in PLOTTED_FUNCTIONS
                                               for track in tracks}

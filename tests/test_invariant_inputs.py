@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from graders import invariant_inputs as st
+from graders.grading import examples as st
 
 SPACES = (st.integers(1, 64), st.floats(0.5, 200.0), st.sampled_from(["a", "b", "c"]),
           st.one_of(st.sampled_from([1.0, 1.5]), st.floats(0.0, 1.3)))
@@ -34,7 +34,7 @@ def test_the_same_name_gives_the_same_examples_and_another_name_others() -> None
 
 
 def test_the_examples_do_not_depend_on_the_process() -> None:
-    code = ("import json; from graders import invariant_inputs as st; "
+    code = ("import json; from graders.grading import examples as st; "
             "print(json.dumps(st.draw('test_z', 30, [st.integers(1, 64), st.floats(0.5, 200.0)])))")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},

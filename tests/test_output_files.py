@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from graders import grade_cli, output_files
 from graders.cli import build_parser
-from graders.output_files import (
+from graders.cli import grade as grade_cli
+from graders.results import files as output_files
+from graders.results.files import (
     OutputPathError,
     check_output_file,
     check_output_folder,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from graders.scoring import SCORE_DECIMALS
+from graders.grading.scoring import SCORE_DECIMALS
 
 REPO = Path(__file__).resolve().parents[1]
 CORRECT = REPO / "tests" / "corpus" / "correct" / "serving.py"
@@ -295,7 +295,7 @@ def test_partial_credit_is_the_fraction_of_passing_cases(pytester: pytest.Pytest
 GRADED_TESTS = """
 import pytest
 
-from graders.scoring import SCORE_DECIMALS
+from graders.grading.scoring import SCORE_DECIMALS
 
 @pytest.mark.grader(points=3, function="serve")
 def test_batched_total(student):
@@ -444,7 +444,7 @@ def test_the_short_summary_and_invariant_feedback_start_with_the_reason(
                                 "-k", "test_cases or cache_capacity")
     result.stdout.fnmatch_lines([
         "FAILED *test_serve* - 36 of 36 cases failed: not implemented yet*"])
-    result.stdout.no_fnmatch_line("*graders.grading.*")
+    result.stdout.no_fnmatch_line("*graders.grading.checks.*")
     outputs = [test["output"] for test in strict_json(pytester.path / "results.json")["tests"]
                if test["status"] == "failed"]
     assert outputs

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from test_corpus import EXPECTED
 
-from graders import platform_support
-from graders.confinement import protections_for
-from graders.runner import Limits, StudentRunner
+from graders.sandbox import platforms as platform_support
+from graders.sandbox.confinement import protections_for
+from graders.sandbox.runner import Limits, StudentRunner
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCKER = Path(__file__).with_name("posix_blocked")
@@ -111,7 +111,7 @@ def test_the_worker_runs_without_resource_and_the_protections_say_portable(
     output = run_blocked(f"""
         import json
         from pathlib import Path
-        from graders.runner import StudentRunner
+        from graders.sandbox.runner import StudentRunner
         with StudentRunner(Path({str(submission)!r}).read_bytes()) as runner:
             outcome = runner.call("probe")
             print(json.dumps([outcome.status, outcome.value, runner.portable,
@@ -258,7 +258,7 @@ def test_a_single_bug_submission_scores_as_on_the_hardened_path(tmp_path: Path) 
 
 def test_the_bundle_workflow_grades_on_linux_macos_and_windows_and_reports_once() -> None:
     yaml = pytest.importorskip("yaml")
-    workflow = yaml.safe_load((REPO / "graders" / "export_templates" / "classroom.yml")
+    workflow = yaml.safe_load((REPO / "graders" / "export" / "templates" / "classroom.yml")
                               .read_text(encoding="utf-8"))
     jobs = workflow["jobs"]
     matrix = jobs["grade-on-every-system"]["strategy"]["matrix"]
@@ -275,7 +275,7 @@ def test_outputs_are_written_by_path_where_folders_have_no_posix_owners(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On Windows (no owners, modes or descriptor-relative calls) outputs are still written
     atomically, by path, and a reservation simply holds nothing."""
-    from graders import output_files
+    from graders.results import files as output_files
 
     monkeypatch.setattr(output_files, "POSIX_FOLDERS", False)
     target = output_files.check_output_file(tmp_path / "new" / "results.json", "--results")

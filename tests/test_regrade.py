@@ -30,7 +30,10 @@ import pytest
 from test_corpus import EXPECTED as CORPUS_EXPECTED
 
 from graders import cli
-from graders.class_report import (
+from graders.errors import SubmissionError
+from graders.regrade.job import child_environment, grade_command, passed_fds
+from graders.regrade.progress import Progress
+from graders.regrade.report import (
     GradedSubmission,
     class_report,
     failure_groups,
@@ -40,19 +43,16 @@ from graders.class_report import (
     normalize_message,
     pass_rates,
 )
-from graders.class_roster import (
+from graders.regrade.roster import (
     ClassSubmission,
     Submitter,
     discover,
     parse_submission_metadata,
     submission_file,
 )
-from graders.errors import SubmissionError
-from graders.job_slots import claim_slots, kill_marked, release_slots
-from graders.progress import Progress
-from graders.regrade_job import child_environment, grade_command, passed_fds
-from graders.regrade_state import BATCH_MODULES, grader_fingerprint
-from graders.sandbox import LOCK_VARIABLE
+from graders.regrade.slots import claim_slots, kill_marked, release_slots
+from graders.regrade.state import BATCH_PACKAGE, grader_fingerprint
+from graders.sandbox.privileges import LOCK_VARIABLE
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus"
@@ -257,9 +257,10 @@ def test_failures_that_differ_only_in_numbers_group_together_once_per_submission
 
 
 def test_a_failed_student_call_is_grouped_by_its_cause_not_by_the_call() -> None:
-    outputs = ["graders.grading.StudentCallFailed: serve(1, 2): serving.py could not be "
+    outputs = ["graders.grading.checks.StudentCallFailed: serve(1, 2): serving.py could not be "
                "imported: SystemExit: 0 (falsifying example: n=1, b=2)",
-               "graders.grading.StudentCallFailed: erlang_c(f(1), 2): serving.py could not be "
+               "graders.grading.checks.StudentCallFailed: erlang_c(f(1), 2): serving.py could "
+               "not be "
                "imported: SystemExit: 0 (falsifying example: tr",
                "erlang_c matches: 2 of 2 cases failed\nevery failed case: serving.py could not "
                "be imported: SystemExit: 0",
@@ -332,9 +333,11 @@ def test_the_progress_bar_redraws_in_place_on_a_terminal() -> None:
 
 def test_the_grader_fingerprint_is_stable_follows_the_options_and_spares_only_batch_modules(
 ) -> None:
-    package = REPO / "graders"
-    assert all((package / name).is_file() for name in BATCH_MODULES)
-    assert {"plugin.py", "runner.py", "grade_cli.py"}.isdisjoint(BATCH_MODULES)
+    batch = REPO / "graders" / BATCH_PACKAGE
+    assert (batch / "__init__.py").is_file()
+    # only the batch around the gradings is spared: the plugin, runner and grade command
+    # are not in it
+    assert not {"plugin", "runner", "grade"} & {p.stem for p in batch.glob("*.py")}
     assert grader_fingerprint(tracks=None) == grader_fingerprint(tracks=None)
     assert grader_fingerprint(tracks=None, options=["--max-score", "50"]) != \
         grader_fingerprint(tracks=None)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from graders import worker_main
-from graders.runner import REPLY_CHUNK_BYTES, CallOutcome, Limits, StudentRunner
+from graders.sandbox import worker_main
+from graders.sandbox.runner import REPLY_CHUNK_BYTES, CallOutcome, Limits, StudentRunner
 
 MAX_TEXT = worker_main.MAX_TEXT
 
@@ -128,7 +128,7 @@ class RecordingBuffer(bytearray):
 
 def test_the_reply_buffer_never_holds_more_than_the_limit_and_one_chunk(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from graders import runner as runner_module
+    from graders.sandbox import runner as runner_module
 
     monkeypatch.setattr(runner_module._Worker, "__init__", _recording_init(
         runner_module._Worker.__init__))

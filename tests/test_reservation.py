@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.output_files import Reservation, write_text_atomically
+from graders.results.files import Reservation, write_text_atomically
 
 
 @pytest.fixture

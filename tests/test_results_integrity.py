@@ -11,12 +11,17 @@ from typing import Any
 
 import pytest
 
-from graders import grade_cli
 from graders.cli import build_parser
-from graders.reports import fallback_results, gradescope_problems, gradescope_results, write_results
-from graders.runner import StudentRunner
-from graders.scoring import TestScore
-from graders.settings import OPTIONS, resolve
+from graders.cli import grade as grade_cli
+from graders.grading.scoring import TestScore
+from graders.plugin.settings import OPTIONS, resolve
+from graders.results.reports import (
+    fallback_results,
+    gradescope_problems,
+    gradescope_results,
+    write_results,
+)
+from graders.sandbox.runner import StudentRunner
 
 REPO = Path(__file__).resolve().parents[1]
 CORRECT = REPO / "tests" / "corpus" / "correct"
@@ -134,7 +139,7 @@ def test_a_stale_results_file_is_never_taken_for_this_runs(
 
 def test_a_failure_while_building_results_writes_the_fallback(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from graders import session as session_module
+    from graders.plugin import session as session_module
 
     def explode(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise RuntimeError("report builder broke")

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from graders.runner import CallOutcome, Limits, StudentRunner
-from graders.sandbox import TOKEN_VARIABLE
+from graders.sandbox.privileges import TOKEN_VARIABLE
+from graders.sandbox.runner import CallOutcome, Limits, StudentRunner
 from reference.units import ureg
 
 #: Small limits for the tests that hang on purpose.
@@ -658,7 +658,7 @@ def test_two_thousand_sequential_calls_complete() -> None:
 
 def test_a_tampered_runtime_cache_is_never_used(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from graders import runtime
+    from graders.sandbox import runtime
 
     # the shared cache must be this test's own: tampering with the machine's would slow
     # down every later grading on it
@@ -680,7 +680,7 @@ def test_a_tampered_runtime_cache_is_never_used(tmp_path: Path,
 
 def test_a_runner_removes_its_private_runtime_when_the_cache_is_tampered(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from graders import runtime
+    from graders.sandbox import runtime
 
     # the shared cache must be this test's own: tampering with the machine's would slow
     # down every later grading on it

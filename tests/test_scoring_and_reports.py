@@ -12,14 +12,7 @@ from typing import Any
 
 import pytest
 
-from graders.reports import (
-    SCHEMA_VERSION,
-    gradescope_results,
-    partial_run,
-    score_table,
-    write_json_atomically,
-)
-from graders.scoring import (
+from graders.grading.scoring import (
     SCORE_DECIMALS,
     VISIBILITIES,
     GraderMark,
@@ -27,6 +20,13 @@ from graders.scoring import (
     rounded,
     scaled_maxima,
     total,
+)
+from graders.results.reports import (
+    SCHEMA_VERSION,
+    gradescope_results,
+    partial_run,
+    score_table,
+    write_json_atomically,
 )
 
 WHERE = "graders/suite/test_cases.py::test_serve"

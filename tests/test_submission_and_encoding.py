@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from graders.encoding import encode_argument
 from graders.errors import GraderError, SubmissionError
-from graders.submission import (
+from graders.sandbox.submission import (
     MAX_SUBMISSION_BYTES,
     SUBMISSION_NAME,
     locate_submission,
     read_submission,
 )
+from graders.sandbox.wire import encode_argument
 from reference.units import ureg
 
 # --- locate_submission --------------------------------------------------------------------

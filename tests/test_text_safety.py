@@ -1,4 +1,4 @@
-"""Student text escaped for each medium: the pure functions of graders.text_safety, and the
+"""Student text escaped for each medium: the pure functions of graders.escaping, and the
 reports that use them (results.json, Classroom, the HTML page, the class report)."""
 
 from __future__ import annotations
@@ -14,20 +14,7 @@ from typing import Any
 
 import pytest
 
-from graders.class_report import GradedSubmission, class_report, grade_table, markdown
-from graders.class_roster import Submitter
-from graders.classroom import classroom_results
-from graders.feedback_report import FeedbackReport
-from graders.html_report import build_page
-from graders.reports import (
-    OUTPUT_FORMAT,
-    gradescope_problems,
-    gradescope_results,
-    read_valid_results,
-    write_results,
-)
-from graders.scoring import TestScore
-from graders.text_safety import (
+from graders.escaping import (
     GRADESCOPE_FORMATS,
     escape_controls,
     for_actions_log,
@@ -39,6 +26,19 @@ from graders.text_safety import (
     for_terminal,
     has_controls,
     single_line,
+)
+from graders.feedback.page import FeedbackReport
+from graders.feedback.render import build_page
+from graders.grading.scoring import TestScore
+from graders.regrade.report import GradedSubmission, class_report, grade_table, markdown
+from graders.regrade.roster import Submitter
+from graders.results.classroom import classroom_results
+from graders.results.reports import (
+    OUTPUT_FORMAT,
+    gradescope_problems,
+    gradescope_results,
+    read_valid_results,
+    write_results,
 )
 
 ESC = "\x1b"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from graders.regrade import DEFAULT_TIMEOUT_S
-from graders.runner import Limits, StudentRunner, TimeBudget, budget_message
+from graders.regrade.command import DEFAULT_TIMEOUT_S
+from graders.sandbox.runner import Limits, StudentRunner, TimeBudget, budget_message
 
 #: Calls one grading of the whole suite makes (all tests, cases and invariant examples).
 CALLS_PER_GRADING = 1653

@@ -15,8 +15,14 @@ import pytest
 
 from graders.cli import main
 from graders.errors import TrackError
-from graders.trackgen import format_number, generate_track_toml, toml_value
-from graders.tracks import Track, default_tracks_dir, load_track, load_track_text, load_tracks
+from graders.trackfiles.generate import format_number, generate_track_toml, toml_value
+from graders.trackfiles.tracks import (
+    Track,
+    default_tracks_dir,
+    load_track,
+    load_track_text,
+    load_tracks,
+)
 from reference.units import ureg
 
 #: Where each quantity lives in a track file, and the unit to compare it in.

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from graders.cli import main
-from graders.tracks import default_tracks_dir, load_track
-from graders.tracks_cli import parse_settings
+from graders.cli.tracks import parse_settings
+from graders.trackfiles.tracks import default_tracks_dir, load_track
 
 TRACKS = default_tracks_dir()
 HAS_MLSYSIM = importlib.util.find_spec("mlsysim") is not None

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import graders
-from graders.tracks import Track, default_tracks_dir, load_track, load_tracks
+from graders.trackfiles.tracks import Track, default_tracks_dir, load_track, load_tracks
+from graders.units import ureg
 from reference import ServingTrackProfile
-from reference.units import ureg
 
 TRACK_IDS = ("cloud_fleet", "iphone", "oura_ring", "robotaxi")
 

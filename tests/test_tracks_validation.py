@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from graders.errors import GraderError, TrackError
-from graders.tracks import (
+from graders.trackfiles.tracks import (
     DEFAULT_KEYS,
     default_tracks_dir,
     load_track,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graders.runner import StudentRunner
+from graders.sandbox.runner import StudentRunner
 
 HASHING = b"def order(words):\n    return list({*words})\n\ndef h(text):\n    return hash(text)\n"
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from graders.runner import (
+from graders.sandbox.runner import (
     CallOutcome,
     Limits,
     OutputSink,

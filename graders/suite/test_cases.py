@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from graders import cases
-from graders.grading import Grading
-from graders.tracks import Track
+from graders.grading import cases
+from graders.grading.checks import Grading
+from graders.trackfiles.tracks import Track
 
 grader = pytest.mark.grader
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from graders.cases import Case
-from graders.grading import Grading
+from graders.grading.cases import Case
+from graders.grading.checks import Grading
 
 grader = pytest.mark.grader
 

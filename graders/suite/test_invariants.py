@@ -1,9 +1,9 @@
 """Invariants of the lab (lab spec section 4), checked on the student's code alone.
 
-Each test draws its examples from :mod:`graders.invariant_inputs`: a fixed generator
+Each test draws its examples from :mod:`graders.grading.examples`: a fixed generator
 seeded by the test's name, so every install meets the same examples. An invariant pays
 only for real answers: its function must first pass a case that needs a real
-computation (see :mod:`graders.credit`), and every test holds at least one strict
+computation (see :mod:`graders.grading.credit`), and every test holds at least one strict
 condition that a constant, NaN or an echo of the inputs fails.
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from graders import invariant_inputs as st
-from graders.cases import UNIT_VARIANTS, with_units
-from graders.compare import Tolerance, compare
-from graders.grading import Student
-from graders.tracks import Track
+from graders.grading import examples as st
+from graders.grading.cases import UNIT_VARIANTS, with_units
+from graders.grading.checks import Student
+from graders.grading.compare import Tolerance, compare
+from graders.trackfiles.tracks import Track
 
 grader = pytest.mark.grader
 #: Relative slack for "never rises"/"never falls": float noise, not a tolerance for bugs.

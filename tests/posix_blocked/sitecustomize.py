@@ -1,7 +1,7 @@
 """Plays a system without the POSIX-only modules and without /proc (as Windows lacks them).
 
 Put this folder on PYTHONPATH of a grader process: it makes ``pwd``, ``grp``, ``fcntl`` and
-``resource`` unimportable, points :data:`graders.platform_support.PROC` at a folder that
+``resource`` unimportable, points :data:`graders.sandbox.platforms.PROC` at a folder that
 does not exist, and starts every student worker with the same blocker (the worker runs
 with ``-S``, so it would not load this file itself).
 """
@@ -38,6 +38,6 @@ def _blocked_worker(self, args, *rest, **options):  # type: ignore[no-untyped-de
 
 subprocess.Popen.__init__ = _blocked_worker  # type: ignore[method-assign]
 
-import graders.platform_support  # noqa: E402 - after the blocker, as a student's system
+import graders.sandbox.platforms  # noqa: E402 - after the blocker, as a student's system
 
-graders.platform_support.PROC = graders.platform_support.PROC.with_name("no-such-proc")
+graders.sandbox.platforms.PROC = graders.sandbox.platforms.PROC.with_name("no-such-proc")

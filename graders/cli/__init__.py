@@ -1,0 +1,199 @@
+"""The ``graders`` command line: grade a submission or a class, and manage tracks.
+
+Exit codes: 0 when the work completed (whatever the score), 1 when the grader itself
+failed (``grade`` still writes fallback results), 2 for a usage or configuration error,
+reported as one line without a traceback, 3 when ``grade --fail-under`` finds the
+score below the bar, and 130 when ``regrade`` is interrupted (run it again to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from graders.errors import GraderError
+from graders.plugin.settings import OPTIONS, flag_value, grade_flag, positive_float, positive_int
+from graders.versions import version_report
+
+USAGE_ERROR = 2
+DESCRIPTION = "The graders command line: grade a submission or a class, and manage tracks."
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``graders`` argument parser."""
+    full = _present("graders.regrade.command")
+    parser = _Parser(prog="graders", description=DESCRIPTION if full else
+                     "The graders command line: grade a submission (this copy of the grader "
+                     "has no instructor commands).")
+    parser.add_argument("--version", action="version", version=version_report(),
+                        help="print the grader's version and those of pytest, Hypothesis, "
+                             "pint and Python, then exit")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    grade = commands.add_parser("grade", help="grade one submission and write its results")
+    grade.add_argument("submission", help="a serving.py, or a folder holding one")
+    for option in OPTIONS:  # every grading option of the plugin, under its short name
+        if option.name != "student":
+            grade.add_argument(grade_flag(option), dest=option.name, metavar=option.metavar,
+                               help=f"{option.help} (pytest: {option.flag})")
+    grade.add_argument("--json-report", metavar="FILE", help="also write a pytest-json-report")
+    grade.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (pytest's)")
+    grade.add_argument("--github-output", action="store_true",
+                       help="append result=<base64 runner results> to $GITHUB_OUTPUT, for "
+                            "GitHub Classroom's grading reporter")
+    grade.add_argument("--fail-under", metavar="POINTS",
+                       help="exit with code 3 when the score is below POINTS (for CI)")
+    grade.add_argument("-q", "--quiet", action="store_true",
+                       help="print only the score table and the counts (no progress, no "
+                            "per-test feedback, no 'written to' lines)")
+
+    if _present("graders.export.build"):  # the student bundle has grade only
+        _add_export(commands)
+    if _present("graders.regrade.command"):
+        _add_regrade(commands)
+    if _present("graders.cli.tracks"):
+        _add_tracks(commands)
+    return parser
+
+
+def _present(module: str) -> bool:
+    """Whether ``module`` is part of this copy of the grader (not found elsewhere, e.g.
+    through another checkout's editable install)."""
+    import importlib.util
+    from pathlib import Path
+
+    import graders
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # its sub-package is not in this copy
+        return False
+    return spec is not None and spec.origin is not None and any(
+        Path(spec.origin).resolve().is_relative_to(Path(folder).resolve())
+        for folder in graders.__path__)
+
+
+def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
+    export = commands.add_parser("export", help="build the Gradescope zip or the student bundle")
+    export_commands = export.add_subparsers(dest="export_command", required=True,
+                                            parser_class=_Parser)
+    gradescope = export_commands.add_parser(
+        "gradescope", help="the Gradescope autograder zip (setup.sh and run_autograder)")
+    gradescope.add_argument("target", metavar="OUT.zip", help="the zip file to write")
+    gradescope.add_argument("--max-score", metavar="POINTS", default="100",
+                            help="total points of the assignment (default 100; give the "
+                                 "student bundle the same)")
+    student = export_commands.add_parser(
+        "student", help="the repository students clone: no reference, no hidden tests")
+    student.add_argument("target", metavar="OUT_DIR", help="a new or empty folder")
+    student.add_argument("--max-score", metavar="POINTS", default="100",
+                         help="total points of the assignment on Gradescope (default 100; "
+                              "the same as the Gradescope export's)")
+
+
+
+def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
+    regrade = commands.add_parser(
+        "regrade", help="grade a whole class in parallel, resumably, and report on it")
+    regrade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
+                         help="a Gradescope export (folders and submission_metadata.yml), or "
+                              "a folder of submission folders or of *.py files")
+    regrade.add_argument("--out", required=True, metavar="DIR",
+                         help="where results, grades.csv and the class report go")
+    regrade.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
+                         help="submissions graded at once (default: the number of CPUs)")
+    regrade.add_argument("--timeout", type=positive_float, metavar="SECONDS",
+                         help="wall time one submission may take before it is stopped "
+                              "(default: the worker's worst case plus 120 s)")
+    regrade.add_argument("--force", action="store_true",
+                         help="regrade every submission, even those already graded")
+    regrade.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
+    regrade.add_argument("--max-score", metavar="POINTS", help="total points of the suite")
+    regrade.add_argument("--no-histogram", action="store_true",
+                         help="skip histogram.png (needs matplotlib, the 'report' extra)")
+
+
+
+def _add_tracks(commands: argparse._SubParsersAction[_Parser]) -> None:
+    tracks = commands.add_parser("tracks", help="check, show and create track files")
+    track_commands = tracks.add_subparsers(dest="tracks_command", required=True,
+                                           parser_class=_Parser)
+    new = track_commands.add_parser("new", help="write a track file from MLSysIM refs")
+    new.add_argument("--id", required=True, dest="track_id", help="track id, e.g. jetson_orin")
+    new.add_argument("--hardware", required=True, help="MLSysIM hardware ref")
+    new.add_argument("--model", required=True, help="MLSysIM model ref")
+    new.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                     help="a track field or lab default, e.g. label=Jetson or arrival_qps=40")
+    new.add_argument("--tracks", metavar="DIR", help="folder to write into")
+    new.add_argument("--force", action="store_true", help="overwrite an existing file")
+    new.add_argument("--stdout", action="store_true", help="print the file instead of writing it")
+    show = track_commands.add_parser("show", help="print profiles and outputs at defaults")
+    show.add_argument("track_id", nargs="?", help="one track id (default: all)")
+    show.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
+    check = track_commands.add_parser("check", help="validate every track file")
+    check.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "grade":
+            from graders.cli.grade import run_grade
+
+            return run_grade(args)
+        if args.command == "export":
+            return _run_export(args)
+        if args.command == "regrade":
+            from graders.regrade.command import run_regrade
+
+            return run_regrade(args)
+        from graders.cli import tracks as tracks_cli
+
+        handlers = {"new": tracks_cli.run_new, "show": tracks_cli.run_show,
+                    "check": tracks_cli.run_check}
+        return handlers[args.tracks_command](args)
+    except GraderError as error:
+        print(f"graders: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except ModuleNotFoundError as error:
+        if error.name not in INSTRUCTOR_MODULES:
+            raise
+        print(f"graders: error: '{args.command}' needs the instructor's checkout of the grader "
+              f"(module {error.name} is not in this copy, e.g. a student bundle)",
+              file=sys.stderr)
+        return USAGE_ERROR
+
+
+#: Modules the student bundle leaves out; commands that need them say so in one line.
+INSTRUCTOR_MODULES = ("reference", "graders.export", "graders.export.build",
+                      "graders.trackfiles.generate", "graders.regrade")
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    import importlib
+    from pathlib import Path
+
+    export = importlib.import_module("graders.export.build")
+
+    target = Path(args.target)
+    max_score = flag_value("--max-score", args.max_score, positive_float)
+    if args.export_command == "gradescope":
+        names = export.export_gradescope(target, max_score=max_score)
+        print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "
+              "Gradescope programming assignment")
+        return 0
+    names = export.export_student(target, max_score=max_score)
+    print(f"wrote the student bundle to {target} ({len(names)} files); push it as the "
+          "starter repository students clone")
+    return 0

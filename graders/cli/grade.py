@@ -1,0 +1,230 @@
+"""``graders grade SUBMISSION``: grade one submission with a trusted, isolated pytest run.
+
+The run starts from the grader's own configuration in a private folder: no
+plugin autoloading, no conftest, ini file or test of the submission's, and
+nothing but ``serving.py`` taken from the submission.
+
+Every output path is checked before grading (:func:`graders.results.files.check_output_file`:
+a private folder, no link, FIFO or other non-regular file at the path), and an earlier
+run's outputs are removed. The grader writes each output through a temp file it creates
+and a rename; JUnit XML and the json report, which pytest and pytest-json-report write
+themselves, are written into the run's private scratch folder and installed the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graders.errors import SettingsError, SubmissionError
+from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
+from graders.results.classroom import github_output_line
+from graders.results.files import OutputPathError, check_output_file, install_file, remove_output
+from graders.results.reports import (
+    fallback_results,
+    read_valid_results,
+    unusable_submission_results,
+    write_results,
+)
+from graders.sandbox.submission import locate_submission, read_submission
+
+#: pytest exit codes after which grading completed, whatever the score.
+COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+GRADER_FAILED = 1
+USAGE_ERROR = 2
+BELOW_FAIL_UNDER = 3
+#: The exit-code policy of ``graders grade``, for CI pipelines and the README.
+EXIT_CODES = {
+    0: "grading completed (whatever the score, unless --fail-under says otherwise)",
+    GRADER_FAILED: "the grader itself failed; fallback results (every test at 0, the reason) "
+                   "were written",
+    USAGE_ERROR: "usage or configuration error, or no usable serving.py in the submission "
+                 "(one line on stderr; for a submission that exists, --results still gets "
+                 "0 points and the reason)",
+    BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
+}
+
+
+#: Metavars of the options whose values are paths (made absolute for the pytest run).
+PATH_METAVARS = ("PATH", "DIR")
+#: Every output of a grading: its argument and its flag.
+OUTPUTS = (("results", "--results"), ("classroom", "--classroom"), ("html", "--html"),
+           ("junit_xml", "--junit-xml"), ("json_report", "--json-report"))
+#: Outputs written by pytest or a plugin, not by the grader: into the scratch folder under
+#: these names, then installed at the user's path.
+INSTALLED = {"junit_xml": "junit.xml", "json_report": "report.json"}
+
+
+def checked_outputs(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with every output path checked and absolute (folders created); raises
+    :class:`OutputPathError` for a path the grader must not write (see
+    :func:`graders.results.files.check_output_file`) or two outputs at one path."""
+    updated = argparse.Namespace(**vars(args))
+    seen: dict[Path, str] = {}
+    for name, flag in OUTPUTS:
+        value = getattr(args, name, None)
+        if not value:
+            continue
+        path = check_output_file(value, flag)
+        if path in seen:
+            raise OutputPathError(f"{flag} {str(value)!r} is also the path of {seen[path]}: "
+                                  "give each output a path of its own")
+        seen[path] = flag
+        setattr(updated, name, str(path))
+    return updated
+
+
+def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) -> list[str]:
+    """The pytest command line of a trusted grading run."""
+    ini = workdir / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")
+    arguments = [
+        str(workdir), "-c", str(ini), "--rootdir", str(workdir),
+        "-p", "graders.plugin", "-p", "no:cacheprovider", "--assert=plain",
+        "--tb=no", "-rN", "-q", "--student", str(submission),
+    ]
+    if getattr(args, "quiet", False):
+        arguments += ["-q"]  # -qq: the plugin prints the score table and the counts only
+    for option in OPTIONS:  # every grading option, passed to the plugin as it was given
+        value = getattr(args, option.name, None)
+        if option.name == "student" or value in (None, ""):
+            continue
+        flag_value(grade_flag(option), str(value), option.parse)  # one line, exit code 2
+        if option.metavar in PATH_METAVARS:
+            value = str(Path(value).resolve())
+        arguments += [option.flag, str(value)]
+    if args.json_report:
+        arguments += ["-p", "pytest_jsonreport.plugin", "--json-report",
+                      "--json-report-file", str(Path(args.json_report).resolve())]
+    if args.junit_xml:
+        arguments += ["--junitxml", str(Path(args.junit_xml).resolve()),
+                      "-o", "junit_suite_name=serving-lab"]
+    return arguments
+
+
+def run_grade(args: argparse.Namespace) -> int:
+    """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means."""
+    args = checked_outputs(args)
+    try:
+        submission = locate_submission(args.submission)
+        read_submission(submission)  # refuse links, other file types and oversized files
+    except SubmissionError as error:
+        # a submission that exists but holds no usable serving.py scores 0, and the results
+        # file says why; a path that does not exist is the caller's mistake: nothing written
+        if args.results and os.path.lexists(args.submission):
+            write_results(Path(args.results), unusable_submission_results(str(error)))
+        raise
+    fail_under = _fail_under(args.fail_under)
+    github_output = _github_output() if args.github_output else None
+    if args.tracks:
+        from graders.trackfiles.tracks import load_tracks
+
+        load_tracks(args.tracks)
+    if args.html:  # a missing extra is a usage error, before grading
+        from graders.feedback.plots import require_matplotlib
+
+        require_matplotlib("--html")
+    for name, _ in OUTPUTS:  # only this run may leave these behind
+        if getattr(args, name):
+            remove_output(getattr(args, name))
+    with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
+            _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+                         # Hypothesis keeps no examples (database=None), but would still
+                         # make .hypothesis/
+                         HYPOTHESIS_STORAGE_DIRECTORY=str(Path(directory) / ".hypothesis")):
+        scratch = Path(directory)
+        targets = {name: getattr(args, name) for name in INSTALLED}
+        args = _with_scratch_outputs(args, scratch, fail_under is not None,
+                                     github_output is not None)
+        workdir = scratch / "run"
+        workdir.mkdir()
+        code = pytest.main(pytest_arguments(args, workdir, submission.resolve()))
+        _install_outputs(scratch, targets)
+        if code == pytest.ExitCode.USAGE_ERROR:
+            return USAGE_ERROR
+        completed = code in COMPLETED
+        results = Path(args.results) if args.results else None
+        document = read_valid_results(results) if results is not None else None
+        if results is not None and document is None:
+            reason = "no valid results were written" if completed else \
+                f"the grader stopped with pytest exit code {int(code)}"
+            write_results(results, fallback_results([], reason))
+            return GRADER_FAILED
+        if not completed:
+            return GRADER_FAILED
+        if github_output is not None and args.classroom:
+            classroom = json.loads(Path(args.classroom).read_text(encoding="utf-8"))
+            with github_output.open("a", encoding="utf-8") as stream:
+                stream.write(github_output_line(classroom))
+        if fail_under is not None and document is not None:
+            score = document["score"]
+            if score < fail_under:
+                sys.stderr.write(f"graders: score {score:g} is below --fail-under "
+                                 f"{fail_under:g}\n")
+                return BELOW_FAIL_UNDER
+    return 0
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """Set environment variables for the grading run, and restore them after it."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _fail_under(text: str | None) -> float | None:
+    return None if text is None else float(flag_value("--fail-under", text,
+                                                      non_negative_float))
+
+
+def _github_output() -> Path:
+    value = os.environ.get("GITHUB_OUTPUT")
+    if not value:
+        raise SettingsError("--github-output needs the GITHUB_OUTPUT environment variable "
+                            "(set by GitHub Actions); use --classroom FILE elsewhere")
+    return Path(value)
+
+
+def _install_outputs(scratch: Path, targets: dict[str, str | None]) -> None:
+    """Install the outputs pytest wrote into ``scratch`` at the paths the user gave."""
+    for name, target in targets.items():
+        source = scratch / INSTALLED[name]
+        if not target or not source.is_file():
+            continue
+        try:
+            install_file(source, target)
+        except OSError as error:
+            flag = dict(OUTPUTS)[name]
+            raise OutputPathError(f"{flag} {target!r} could not be written: "
+                                  f"{error.strerror or error}") from None
+
+
+def _with_scratch_outputs(args: argparse.Namespace, scratch: Path, need_results: bool,
+                          need_classroom: bool) -> argparse.Namespace:
+    """``args`` with results and classroom files in ``scratch`` where a check needs them,
+    and the outputs pytest writes itself (JUnit XML, the json report) in ``scratch``."""
+    updated = argparse.Namespace(**vars(args))
+    for name, file_name in INSTALLED.items():
+        if getattr(updated, name, None):
+            setattr(updated, name, str(scratch / file_name))
+    if need_results and not updated.results:
+        updated.results = str(scratch / "results.json")
+    if need_classroom and not updated.classroom:
+        updated.classroom = str(scratch / "classroom.json")
+    return updated

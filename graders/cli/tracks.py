@@ -1,0 +1,221 @@
+"""``graders tracks new|show|check``: create, print and validate track files."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import math
+import os
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import fields
+from pathlib import Path
+from types import MappingProxyType
+
+from graders.errors import GraderError, TrackError
+from graders.trackfiles.tracks import (
+    Track,
+    default_tracks_dir,
+    display_path,
+    load_track,
+    load_tracks,
+)
+
+USAGE_ERROR = 2
+
+#: Unit printed after each profile field that has one.
+PROFILE_UNITS: Mapping[str, str] = MappingProxyType({
+    "model_params_b": "B params", "memory_capacity_gb": "GB", "memory_bandwidth_gbs": "GB/s",
+    "storage_bandwidth_gbs": "GB/s", "interconnect_bandwidth_gbs": "GB/s", "tdp_w": "W",
+    "battery_wh": "Wh", "arrival_qps": "req/s", "service_ms": "ms", "slo_ms": "ms",
+    "context_tokens": "tokens", "state_mb_per_request": "MB", "precision_bytes": "bytes",
+    "kv_precision_bytes": "bytes", "deserialize_gbs": "GB/s", "runtime_init_ms": "ms",
+    "warmup_ms": "ms",
+})
+
+
+def run_new(args: argparse.Namespace) -> int:
+    """Write ``<tracks>/<id>.toml`` from MLSysIM refs, or print it with ``--stdout``."""
+    from graders.trackfiles.generate import generate_track_toml
+
+    settings = parse_settings(args.settings)
+    if args.stdout:
+        sys.stdout.write(generate_track_toml(args.track_id, args.hardware, args.model, settings))
+        return 0
+    folder = _folder(args.tracks)
+    if not folder.is_dir():
+        raise TrackError(f"tracks folder {display_path(folder)} does not exist; create it "
+                         "or pass --tracks DIR with an existing folder")
+    target = folder / f"{args.track_id}.toml"
+    if target.exists() and not args.force:
+        raise TrackError(f"{display_path(target)} already exists; pass --force to overwrite it "
+                         "or pick another --id")
+    _check_id_unused(folder, args.track_id, target)
+    text = generate_track_toml(args.track_id, args.hardware, args.model, settings)
+    _write_atomically(target, text)
+    print(f"wrote {display_path(target)}; see it with 'graders tracks show {args.track_id}'")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print each track's profile and the reference's outputs at its defaults."""
+    tracks = load_tracks(_folder(args.tracks))
+    if args.track_id is not None:
+        tracks = (_find(tracks, args.track_id),)
+    print("\n\n".join("\n".join(show_lines(track)) for track in tracks))
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Validate every track file and compute its outputs: one ``ok`` line per good file on
+    stdout, one ``graders: error:`` line per problem on stderr (every file is checked)."""
+    folder = _folder(args.tracks)
+    files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
+    if not files:
+        load_tracks(folder)  # raises the folder's one-line error
+    problems = 0
+    seen: dict[str, Path] = {}
+    for path in files:
+        try:
+            track = load_track(path)
+            track.default_outputs()
+        except (GraderError, ValueError, ArithmeticError) as error:
+            print(f"graders: error: {error}", file=sys.stderr)
+            problems += 1
+            continue
+        if track.track_id in seen:
+            print(f"graders: error: {display_path(path)}: track.id {track.track_id!r} is "
+                  f"already used by {display_path(seen[track.track_id])}; track ids must be "
+                  "unique, rename one of them", file=sys.stderr)
+            problems += 1
+            continue
+        seen[track.track_id] = path
+        print(f"ok  {track.track_id}  {display_path(path)}")
+    return USAGE_ERROR if problems else 0
+
+
+def parse_settings(items: Sequence[str]) -> dict[str, str]:
+    """``KEY=VALUE`` texts from ``--set`` as a mapping; each key at most once."""
+    settings: dict[str, str] = {}
+    for item in items:
+        key, equals, value = item.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise TrackError(f"--set {item!r} must be KEY=VALUE, e.g. --set arrival_qps=40")
+        if key in settings:
+            raise TrackError(f"--set {key} is given twice; keep one of them")
+        settings[key] = value
+    return settings
+
+
+def show_lines(track: Track) -> list[str]:
+    """The lines ``graders tracks show`` prints for one track."""
+    profile = track.reference_profile()
+    rows = [("hardware", f"{profile.hardware_name} ({profile.hardware_ref})"),
+            ("model", f"{profile.model_name} ({profile.model_ref})")]
+    skip = {"track_id", "label", "hardware_ref", "model_ref", "hardware_name", "model_name",
+            "source_refs"}
+    from reference.profile import DEFAULT_FIELDS
+
+    given = track.variant.defaults
+
+    def defaulted(name: str) -> str:
+        key = DEFAULT_FIELDS.get(name, (None, None))[0]
+        return "  (lab default)" if key is not None and key not in given else ""
+
+    rows += [(f.name, _with_unit(f.name, getattr(profile, f.name)) + defaulted(f.name))
+             for f in fields(profile) if f.name not in skip]
+    out = track.default_outputs()
+    q, b, c, s = out.queueing, out.batching, out.cache, out.cold_start
+    outputs = [
+        ("queueing", f"utilization {_ratio(q.utilization)}, p99 {_amount(q.p99_latency_ms)} ms, "
+                     f"slo_ok {q.slo_ok}" + ("" if q.stable else " (unstable)")),
+        ("batching", f"total_p99 {_amount(b.total_p99_ms)} ms, slo_ok {b.slo_ok}"),
+        ("cache", f"state {_amount(c.state_per_request_gb)} GB/request, "
+                  f"max_concurrent {c.max_concurrent}, oom {c.oom}"),
+        ("cold start", f"cold {_amount(s.cold_start_ms)} ms, exposed "
+                       f"{_amount(s.exposed_first_request_ms)} ms, exceeds_slo {s.exceeds_slo}"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return [f"{track.track_id}: {track.label} ({track.category}), {display_path(track.path)}",
+            "  profile", *_table(rows, width),
+            "  outputs at the track's defaults", *_table(outputs, width)]
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def _folder(tracks: str | None) -> Path:
+    return Path(tracks) if tracks else default_tracks_dir()
+
+
+def _find(tracks: Sequence[Track], track_id: str) -> Track:
+    for track in tracks:
+        if track.track_id == track_id:
+            return track
+    known = [track.track_id for track in tracks]
+    close = difflib.get_close_matches(track_id, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise TrackError(f"unknown track id {track_id!r}; {hint}known ids: {', '.join(known)}")
+
+
+def _table(rows: Sequence[tuple[str, str]], width: int) -> Iterator[str]:
+    return (f"    {name.ljust(width)}  {value}" for name, value in rows)
+
+
+def _with_unit(name: str, value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, tuple):
+        return ", ".join(str(item) for item in value) or "none"
+    text = _amount(value) if isinstance(value, float) else str(value)
+    unit = PROFILE_UNITS.get(name)
+    return f"{text} {unit}" if unit else text
+
+
+def _amount(value: float) -> str:
+    """At most 3 decimals from 1 up, 4 significant digits below 1: 132.869, 0.0625, inf."""
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0 or abs(value) >= 1:
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return f"{value:.4g}"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.5g}"
+
+
+def _check_id_unused(folder: Path, track_id: str, target: Path) -> None:
+    """Refuse an id that another file in ``folder`` already defines."""
+    for other in sorted(folder.glob("*.toml")):
+        if other.name == target.name:
+            continue
+        try:
+            data = tomllib.loads(other.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        track = data.get("track")
+        if isinstance(track, dict) and track.get("id") == track_id:
+            raise TrackError(f"{display_path(other)} already defines track id {track_id!r}; "
+                             "pick another --id")
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``target``, then rename it into place."""
+    temporary: str | None = None
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp",
+                                                 dir=target.parent)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, target)
+    except OSError as error:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        raise TrackError(f"cannot write {display_path(target)} ({error.strerror or error}); "
+                         "check the folder's permissions") from error

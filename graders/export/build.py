@@ -1,0 +1,241 @@
+"""``graders export``: the Gradescope autograder zip and the student bundle.
+
+Both are built from a source checkout of the project. The Gradescope zip carries the
+whole grader (reference and hidden tests included) with ``setup.sh`` and
+``run_autograder`` at its root. The student bundle carries the template, the plugin,
+the tracks and a golden file of expected values for the visible cases, and no
+reference code and no hidden test.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import shutil
+import stat
+import string
+import tempfile
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from graders.errors import GraderError
+from graders.expected.golden import GOLDEN_NAME, build_golden
+from graders.grading.scoring import GraderMark
+from graders.sandbox.cleanup import remove_tree
+from graders.suite import HIDDEN_PREFIX
+from graders.versions import GRADING_PACKAGES, REPORT_PACKAGES, pinned_requirements
+
+TEMPLATES = Path(__file__).with_name("templates")
+#: Instructor-only parts of the ``graders`` package (sub-packages, or modules by their
+#: path in it), left out of the student bundle.
+INSTRUCTOR_ONLY = ("export", "regrade", "trackfiles/generate.py", "cli/tracks.py")
+EXECUTABLE = 0o755
+#: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
+BUNDLED_NAMES = ("py.typed", "constraints.txt")
+
+
+class ExportError(GraderError):
+    """An export cannot be built from this checkout."""
+
+
+@dataclass(frozen=True)
+class SuiteTest:
+    """A graded test of the suite, read from its ``grader`` marker."""
+
+    module: str
+    name: str
+    mark: GraderMark
+
+
+def project_root() -> Path:
+    """The source checkout that holds this ``graders`` package."""
+    root = Path(__file__).resolve().parents[2]
+    needed = ("pyproject.toml", "reference", "tracks", "student_template/serving.py")
+    missing = [name for name in needed if not (root / name).exists()]
+    if missing:
+        raise ExportError(f"export needs the grader's source checkout; {root} lacks "
+                          f"{', '.join(missing)} (run it from a clone of the repository)")
+    return root
+
+
+def suite_tests() -> list[SuiteTest]:
+    """Every graded test function of the grading suite, with its marker."""
+    suite = Path(__file__).parents[1] / "suite"
+    found = []
+    for path in sorted(suite.glob("test_*.py")):
+        module = importlib.import_module(f"graders.suite.{path.stem}")
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if not name.startswith("test_") or function.__module__ != module.__name__:
+                continue
+            for mark in getattr(function, "pytestmark", []):
+                if mark.name == "grader":
+                    nodeid = f"graders/suite/{path.name}::{name}"
+                    found.append(SuiteTest(path.stem, name,
+                                           GraderMark.from_marker(mark.args, mark.kwargs, nodeid)))
+    return found
+
+
+def visible_share(tests: list[SuiteTest], max_score: float) -> float:
+    """The points of the visible tests out of ``max_score``; checks hidden tests' homes."""
+    misplaced = [f"{t.module}.{t.name}" for t in tests
+                 if t.mark.visibility != "visible" and not t.module.startswith(HIDDEN_PREFIX)]
+    if misplaced:
+        raise ExportError(f"{', '.join(misplaced)} is not visible but lives outside a "
+                          f"{HIDDEN_PREFIX}*.py module; move it (and its cases) there so the "
+                          "student bundle can leave it out")
+    whole = sum((Fraction(t.mark.points) for t in tests), Fraction(0))
+    visible = sum((Fraction(t.mark.points) for t in tests if t.mark.visibility == "visible"),
+                  Fraction(0))
+    return round(float(Fraction(max_score) * visible / whole), 6) if whole else 0.0
+
+
+# --- the Gradescope zip ------------------------------------------------------------------
+
+
+def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
+    """(name in the zip, file) for every file of the autograder."""
+    yield "setup.sh", TEMPLATES / "setup.sh"
+    yield "run_autograder", TEMPLATES / "run_autograder"
+    for name in ("pyproject.toml", "README.md"):
+        yield name, root / name
+    for folder in ("reference", "graders"):
+        for path in _source_files(root / folder):
+            yield path.relative_to(root).as_posix(), path
+    for path in sorted((root / "tracks").glob("*.toml")):
+        yield f"tracks/{path.name}", path
+    yield "student_template/serving.py", root / "student_template" / "serving.py"
+
+
+def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
+    """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``;
+    return its member names."""
+    root = project_root()
+    suite_tests()  # a suite that does not import must not ship
+    if target.suffix != ".zip":
+        raise ExportError(f"{target}: the Gradescope autograder must be a .zip file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    names = []
+    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".zip.tmp",
+                                     delete=False) as handle:
+        temporary = Path(handle.name)
+    try:
+        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name, path in gradescope_members(root):
+                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+                mode = EXECUTABLE if name in ("setup.sh", "run_autograder") else 0o644
+                info.external_attr = (stat.S_IFREG | mode) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                data = path.read_bytes()
+                if name == "run_autograder":
+                    data = _with_max_score(data, max_score)
+                archive.writestr(info, data)
+                names.append(name)
+        temporary.replace(target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return names
+
+
+# --- the student bundle ------------------------------------------------------------------
+
+
+def student_members(root: Path) -> Iterator[tuple[str, Path]]:
+    """(path in the bundle, source file) for every copied file of the student bundle."""
+    yield "serving.py", root / "student_template" / "serving.py"
+    package = root / "graders"
+    for path in _source_files(package):
+        relative = path.relative_to(package)
+        if relative.parts[0] in INSTRUCTOR_ONLY or relative.as_posix() in INSTRUCTOR_ONLY \
+                or path.name not in BUNDLED_NAMES and path.suffix != ".py":
+            continue
+        if relative.parts[0] == "suite" and relative.name.startswith(HIDDEN_PREFIX):
+            continue
+        yield f"graders/{relative.as_posix()}", path
+    for path in sorted((root / "tracks").glob("*.toml")):
+        yield f"tracks/{path.name}", path
+
+
+def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
+    """Write the student bundle into the new or empty folder ``target``; return its files."""
+    from graders.expected.oracle import ReferenceOracle
+    from graders.feedback.curves import curve_cases
+    from graders.grading.cases import visible_cases
+    from graders.trackfiles.tracks import load_tracks
+
+    root = project_root()
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ExportError(f"{target} exists and is not an empty folder; choose a new folder")
+    share = visible_share(suite_tests(), max_score)
+    tracks = load_tracks(root / "tracks")
+    cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
+    golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=share)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".student-", dir=target.parent))
+    staging.chmod(0o755)
+    try:
+        written = []
+        for name, path in student_members(root):
+            destination = staging / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, destination)
+            written.append(name)
+        generated = {
+            f"graders/{GOLDEN_NAME}": json.dumps(golden, indent=1, allow_nan=False) + "\n",
+            "pyproject.toml": _student_pyproject(root),
+            "README.md": _fill("student_README.md", visible_max=f"{share:g}",
+                               max_score=f"{max_score:g}",
+                               track_count=str(len(tracks)),
+                               track_labels=", ".join(t.label for t in tracks)),
+            ".github/workflows/classroom.yml": (TEMPLATES / "classroom.yml").read_text(),
+            ".gitignore": (TEMPLATES / "gitignore").read_text(),
+        }
+        for name, text in generated.items():
+            destination = staging / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_text(text, encoding="utf-8")
+            written.append(name)
+        if target.exists():
+            target.rmdir()
+        staging.replace(target)
+    finally:
+        remove_tree(staging)
+    return sorted(written)
+
+
+def _student_pyproject(root: Path) -> str:
+    """The bundle's pyproject: the grading dependencies pinned exactly as
+    ``graders/constraints.txt`` pins them, so students grade with the official versions."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    dependencies = pinned_requirements(GRADING_PACKAGES)
+    report = pinned_requirements(REPORT_PACKAGES, without=GRADING_PACKAGES)
+    if not dependencies:
+        raise ExportError("graders/constraints.txt pins none of the installed grading "
+                          "dependencies; refresh it (python tools/refresh_constraints.py)")
+    return _fill("student_pyproject.toml", version=project["version"],
+                 dependencies=_toml_list(dependencies), report=_toml_list(report))
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+
+
+def _with_max_score(script: bytes, max_score: float) -> bytes:
+    placeholder = b'MAX_SCORE="100"'
+    if script.count(placeholder) != 1:
+        raise ExportError("run_autograder must set MAX_SCORE=\"100\" exactly once")
+    return script.replace(placeholder, f'MAX_SCORE="{max_score:g}"'.encode())
+
+
+def _fill(template: str, **values: str) -> str:
+    return string.Template((TEMPLATES / template).read_text(encoding="utf-8")).substitute(values)
+
+
+def _source_files(folder: Path) -> Iterator[Path]:
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            yield path

@@ -1,0 +1,227 @@
+"""The feedback page, built by a pure function: results and rendered plots in, HTML out.
+
+The page is self-contained: styles inline, images as ``data:`` URIs, no script, and a
+Content-Security-Policy that forbids every network request. Every text is escaped
+(:func:`graders.escaping.for_html`).
+Scores come from the Gradescope results document, so the page and ``results.json``
+agree; a test that is not visible shows its name and that it is hidden, nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graders.escaping import for_html
+from graders.results.reports import result_tags
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px;
+       padding: 1rem 1.5rem 3rem; color: #1d1d1f; }
+h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ddd; margin-top: 2rem; }
+.score { font-size: 1.6rem; font-weight: 600; margin: 0.3rem 0; }
+.summary { color: #444; white-space: pre-wrap; }
+table { border-collapse: collapse; margin: 0.5rem 2rem 1rem 0; display: inline-table;
+        vertical-align: top; }
+th, td { padding: 0.2rem 0.8rem; border-bottom: 1px solid #eee; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+ul.tests { list-style: none; padding-left: 0; }
+li.test { margin: 0.3rem 0; padding: 0.3rem 0.6rem; border-left: 4px solid #bbb; }
+li.passed { border-color: #2ca02c; } li.failed { border-color: #d62728; }
+li.hidden { border-color: #999; color: #555; }
+.status { font-weight: 600; margin-right: 0.5rem; }
+pre { background: #f6f6f8; padding: 0.6rem; overflow-x: auto; font-size: 12.5px;
+      white-space: pre-wrap; }
+.plots { display: flex; flex-wrap: wrap; gap: 0 2rem; align-items: flex-start; }
+figure.plot { margin: 0.5rem 0 1.5rem; max-width: 100%; }
+figure.plot img { max-width: 100%; height: auto; }
+figure.plot h4, .no-plot h4 { margin: 0.3rem 0; }
+.no-plot { flex: 0 1 420px; margin: 0.5rem 0 1.5rem; padding: 0.6rem 1rem;
+           background: #fff4e5; border-left: 4px solid #d9731a; }
+.message { font-weight: 600; }
+.violations li { color: #b01e1e; } .notes li { color: #6b4e00; }
+"""
+HIDDEN_ROW = "(hidden tests)"
+HIDDEN_TEXT = {
+    "hidden": "hidden: its details are not shown",
+    "after_due_date": "hidden until after the due date",
+    "after_published": "hidden until the grades are published",
+}
+
+
+@dataclass(frozen=True)
+class PlotView:
+    """One function on one track: its figure, or why there is none, and what it shows."""
+
+    track_id: str
+    track_label: str
+    function: str
+    image: str | None
+    messages: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    violations: tuple[str, ...] = ()
+
+
+def esc(value: object) -> str:
+    """``value`` as HTML text or attribute content: markup and quotes escaped, and control
+    characters, bidi overrides and lone surrogates shown as escapes (``\\ud800``), so the
+    page always encodes as UTF-8."""
+    return for_html(str(value))
+
+
+def number(value: float) -> str:
+    """A score as results.json holds it, without trailing zeros: 85.25812, 100."""
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def shown(value: float) -> str:
+    """A score as people read it, as the terminal's table and the test rows show it: 80.25."""
+    return f"{value:.2f}"
+
+
+def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
+               title: str = "Serving lab feedback") -> str:
+    """The whole page for one grading run."""
+    tests = [t for t in document.get("tests", []) if isinstance(t, Mapping)]
+    score = float(document.get("score", 0.0))
+    extra = document.get("extra_data", {})
+    maximum = float(extra.get("max_score", sum(float(t.get("max_score", 0)) for t in tests))
+                    if isinstance(extra, Mapping) else 0.0)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}: {esc(shown(score))} / {esc(shown(maximum))}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        f"<header><h1>{esc(title)}</h1>",
+        f'<p class="score">Score <span id="score" data-score="{esc(number(score))}">'
+        f'{esc(shown(score))}</span> / <span id="max-score">{esc(shown(maximum))}</span></p>',
+        f'<p class="summary">{esc(document.get("output", ""))}</p>',
+        '<nav><a href="#scores">scores</a> &middot; <a href="#curves">curves</a> &middot; '
+        '<a href="#feedback">feedback</a></nav></header>',
+        _score_tables(tests),
+        _curves(plots),
+        _feedback(tests),
+        _versions(extra),
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _versions(extra: Any) -> str:
+    """The footer: what graded this page (the grader's and its dependencies' versions)."""
+    versions = extra.get("versions") if isinstance(extra, Mapping) else None
+    if not isinstance(versions, Mapping) or not versions:
+        return ""
+    text = ", ".join(f"{name} {version}" for name, version in versions.items())
+    return f'<footer><p class="versions">Graded with {esc(text)}.</p></footer>'
+
+
+def _tags(test: Mapping[str, Any]) -> tuple[str, str]:
+    function, track = result_tags(test)
+    return (function if test.get("tags") else "other"), track
+
+
+def _score_tables(tests: Sequence[Mapping[str, Any]]) -> str:
+    """Points by function and by track; tests that are not visible are summed in one row
+    of their own, so that no single hidden test's score can be worked out."""
+    parts = ['<section id="scores"><h2>Score by function and track</h2>']
+    for key, heading in ((0, "function"), (1, "track")):
+        rows: dict[str, list[float]] = {}
+        for test in sorted(tests, key=lambda t: t.get("visibility", "visible") != "visible"):
+            name = _tags(test)[key]
+            if name and test.get("visibility", "visible") != "visible":
+                name = HIDDEN_ROW
+            if name:
+                row = rows.setdefault(name, [0.0, 0.0, 0])
+                row[0] += float(test.get("score", 0))
+                row[1] += float(test.get("max_score", 0))
+                row[2] += 1
+        if not rows:
+            continue
+        parts.append(f'<table class="by-{heading}"><thead><tr><th>{heading}</th><th>score</th>'
+                     "<th>max</th><th>tests</th></tr></thead><tbody>")
+        for name, (earned, maximum, count) in rows.items():
+            parts.append(f'<tr data-{heading}="{esc(name)}"><td>{esc(name)}</td>'
+                         f'<td class="num">{earned:.2f}</td><td class="num">{maximum:.2f}</td>'
+                         f'<td class="num">{int(count)}</td></tr>')
+        parts.append("</tbody></table>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _feedback(tests: Sequence[Mapping[str, Any]]) -> str:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for test in tests:
+        groups.setdefault(_tags(test)[0], []).append(test)
+    parts = ['<section id="feedback"><h2>Feedback</h2>']
+    for function, members in groups.items():
+        parts.append(f'<h3>{esc(function)}</h3><ul class="tests">')
+        parts.extend(_test_item(test) for test in members)
+        parts.append("</ul>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _test_item(test: Mapping[str, Any]) -> str:
+    name = esc(test.get("name", ""))
+    visibility = str(test.get("visibility", "visible"))
+    if visibility != "visible":  # its name and that it is hidden: nothing else
+        hidden = HIDDEN_TEXT.get(visibility, "hidden")
+        return (f'<li class="test hidden" data-visibility="{esc(visibility)}">'
+                f'<span class="status">hidden</span>{name} <em>({esc(hidden)})</em></li>')
+    status = "passed" if test.get("status") == "passed" else "failed"
+    points = f"{float(test.get('score', 0)):.2f} / {float(test.get('max_score', 0)):.2f}"
+    item = (f'<li class="test {status}"><span class="status">{status}</span>{name} '
+            f"<em>({esc(points)})</em>")
+    output = str(test.get("output", "")).strip()
+    if status != "passed" and output:
+        item += f"<pre>{esc(output)}</pre>"
+    return item + "</li>"
+
+
+def _curves(plots: Sequence[PlotView]) -> str:
+    parts = ['<section id="curves"><h2>Your curves against the reference</h2>',
+             "<p>Thick pale lines are the reference; dashed lines with dots are yours. "
+             "&#9650; at the top of a plot is an infinite value (an unstable queue); "
+             "a red &#10006; marks a point where your values break one of the lab's "
+             "invariants. Every point here uses the tracks' public data only.</p>"]
+    if not plots:
+        parts.append("<p>No curves were measured.</p>")
+    tracks: dict[str, list[PlotView]] = {}
+    for plot in plots:
+        tracks.setdefault(plot.track_id, []).append(plot)
+    for track_id, members in tracks.items():
+        parts.append(f'<section class="track" data-track="{esc(track_id)}">'
+                     f"<h3>{esc(members[0].track_label)} ({esc(track_id)})</h3>"
+                     '<div class="plots">')
+        parts.extend(_plot(plot) for plot in members)
+        parts.append("</div></section>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _plot(plot: PlotView) -> str:
+    data = f'data-function="{esc(plot.function)}" data-track="{esc(plot.track_id)}"'
+    details = ("".join(f'<p class="message">{esc(message)}</p>' for message in plot.messages)
+               + _list("violations", "Invariants your values break:", plot.violations)
+               + _list("notes", "Points without a value:", plot.notes))
+    if plot.image is None:
+        return (f'<div class="no-plot" {data}><h4>{esc(plot.function)}</h4>'
+                f"{details}<p>Fix this and grade again to see its curves.</p></div>")
+    alt = f"{plot.function} on {plot.track_id}: your curves against the reference"
+    return (f'<figure class="plot" {data}><h4>{esc(plot.function)}</h4>'
+            f'<img {data} src="{esc(plot.image)}" alt="{esc(alt)}">'
+            f"<figcaption>{details}</figcaption></figure>")
+
+
+def _list(kind: str, heading: str, items: Sequence[str]) -> str:
+    if not items:
+        return ""
+    lead = f"<p>{esc(heading)}</p>" if heading else ""
+    rows = "".join(f"<li>{esc(item)}</li>" for item in items)
+    return f'{lead}<ul class="{esc(kind)}">{rows}</ul>'

@@ -1,0 +1,317 @@
+"""Checking cases and invariants against a student, with feedback a student can act on."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from graders.escaping import single_line
+from graders.grading.cases import RESULT_FIELDS, Case
+from graders.grading.compare import Difference, Tolerance, compare
+from graders.grading.credit import FunctionEvidence, answer_key, is_trivial, trivial_refusal
+from graders.grading.hints import hint_for
+from graders.sandbox.runner import CallOutcome, StudentRunner
+from graders.sandbox.wire import encode_argument
+
+#: Functions whose infinite values mean an unstable queue.
+QUEUE_FUNCTIONS = frozenset({"erlang_c", "queueing_latency", "batching_tax"})
+#: Failed cases spelled out in one test's feedback; the rest are counted.
+MAX_CASES_SHOWN = 4
+#: Characters of one student value, and of one test's whole feedback, that are shown.
+MAX_VALUE_CHARS = 120
+MAX_FEEDBACK_CHARS = 4000
+#: Characters of one failed case's feedback (its call and its wrong fields).
+MAX_CASE_CHARS = 600
+#: Characters of a call failure's reason, and of a test's one-line summary.
+MAX_REASON_CHARS = 300
+#: The contract functions each function calls, per the lab: when one of them is wrong,
+#: its callers' failures start there.
+DEPENDS_ON: dict[str, tuple[str, ...]] = {
+    "queueing_latency": ("erlang_c",),
+    "batching_tax": ("queueing_latency",),
+    "cache_capacity": ("transformer_state_gb",),
+    "serving_track_profile": ("quantity_to_float",),
+}
+
+
+class GradingFailure(AssertionError):
+    """Some of a test's cases failed; the message is the student's feedback, ``summary``
+    its one line (for pytest's short summary)."""
+
+    def __init__(self, feedback: str, summary: str = "") -> None:
+        super().__init__(feedback)
+        self.summary = summary or feedback.split("\n", 1)[0]
+
+
+class StudentCallFailed(AssertionError):
+    """A student call raised, crashed, hung or returned garbage."""
+
+
+@dataclass
+class Tally:
+    """Cases run and passed by one test, and the feedback of the failures."""
+
+    total: int = 0
+    passed: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def record(self, ok: bool, feedback: str = "") -> None:
+        self.total += 1
+        if ok:
+            self.passed += 1
+        elif feedback:
+            self.failures.append(feedback)
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with a visible marker when cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text) - limit} more characters]"
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isinf(value) or math.isnan(value):
+            return str(value)
+        return f"{value:.10g}"
+    if isinstance(value, dict) and len(value) == 1:
+        return shortened(f"<{next(iter(value.values()))}>", MAX_VALUE_CHARS)
+    return shortened(repr(value), MAX_VALUE_CHARS)
+
+
+def describe_difference(function: str, difference: Difference, *, hints: bool = True) -> str:
+    """One line per wrong field: expected, got, errors, tolerance and a hint (none when
+    ``hints`` is False: a wrong function it depends on is the likelier cause)."""
+    line = (f"  {difference.field}: expected {_number(difference.expected)}, "
+            f"got {_number(difference.actual)} - {difference.reason}")
+    if difference.abs_error is not None and difference.rel_error is not None:
+        line += f"; abs error {difference.abs_error:.3g}, rel error {difference.rel_error:.3g}"
+    hint = hint_for(function, difference.field)
+    if function in QUEUE_FUNCTIONS and isinstance(difference.expected, float) \
+            and math.isinf(difference.expected):
+        hint = "the queue is unstable here (utilization >= 1): this value is infinite"
+    return f"{line}\n    hint: {hint}" if hint and hints else line
+
+
+def _short_number(value: Any) -> str:
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.5g}"
+    return _number(value)
+
+
+def failed_call_message(outcome: CallOutcome) -> str:
+    """Why a call produced no value, in a student's words (an exception is named as
+    raised; the grader's own reasons, e.g. a missing function, are not)."""
+    message = single_line(outcome.message)
+    if outcome.status == "raised":
+        if message.startswith("NotImplementedError"):
+            return f"not implemented yet ({message})"
+        if not message.startswith("serving.py"):
+            return f"raised {message}"
+    return message
+
+
+def root_cause(function: str, wrong: Callable[[str], bool]) -> str | None:
+    """The line that sends a student to the contract function ``function`` depends on
+    when that one is ``wrong`` too (the deepest wrong one of the chain), else None."""
+    chain = [function]
+    culprit = None
+    while DEPENDS_ON.get(chain[-1]):
+        chain.append(DEPENDS_ON[chain[-1]][0])
+        if wrong(chain[-1]):
+            culprit = len(chain)
+    if culprit is None:
+        return None
+    uses = ", which uses your ".join(chain[1:culprit])
+    return (f"your {function} uses your {uses}, which is wrong for these inputs: "
+            f"fix {chain[culprit - 1]} first")
+
+
+class CaseSource(Protocol):
+    """Where a test's cases get their answers, expected values and function verdicts."""
+
+    def expected(self, case: Case) -> Any: ...
+
+    def outcome(self, case: Case) -> CallOutcome: ...
+
+    def evidence(self, function: str) -> FunctionEvidence: ...
+
+
+class Grading:
+    """Runs one test's cases against the student and keeps its :class:`Tally`.
+
+    A case that expects a trivial value (see :mod:`graders.grading.credit`) counts only once its
+    function passes a non-trivial case; a function that answers everything the same way
+    counts nothing.
+    """
+
+    def __init__(self, source: CaseSource, tolerance: Tolerance, *, label: str,
+                 hidden: bool) -> None:
+        self._source = source
+        self._tolerance = tolerance
+        self._label = label
+        self._hidden = hidden
+        self._notes: list[str] = []
+        self._root_cause: str | None = None
+        self._first_problem = ""
+        self.tally = Tally()
+
+    def check(self, cases: Iterable[Case]) -> None:
+        """Check every case; raise :class:`GradingFailure` with feedback if any failed."""
+        trivial_passes = 0
+        functions: set[str] = set()
+        failed: list[tuple[str, str, list[Difference]]] = []
+        for case in cases:
+            functions.add(case.function)
+            expected = self._source.expected(case)
+            ok, failure = self._check_one(case, expected)
+            if ok and is_trivial(expected, [*case.args, *case.kwargs.values()]):
+                trivial_passes += 1
+                self.tally.total += 1
+            else:
+                self.tally.record(ok)
+                if failure is not None:
+                    failed.append(failure)
+        if failed:  # asks the functions it depends on only when something failed
+            causes = [root_cause(function, lambda f: self._source.evidence(f).wrong)
+                      for function in sorted(functions)]
+            self._root_cause = next((cause for cause in causes if cause), None)
+        for heading, function, differences in failed:
+            lines = [describe_difference(function, d, hints=self._root_cause is None)
+                     for d in differences]
+            self.tally.failures.append(shortened("\n".join([heading, *lines]),
+                                                 MAX_CASE_CHARS))
+        for function in sorted(functions):
+            evidence = self._source.evidence(function)
+            reason = trivial_refusal(function, evidence)
+            if evidence.constant:
+                self.tally.passed = 0
+                trivial_passes = 0
+            if reason is not None and (trivial_passes or evidence.constant):
+                self._notes.append(reason)
+            if not evidence.earns_trivial_cases:
+                trivial_passes = 0
+        self.tally.passed += trivial_passes
+        if self.tally.passed < self.tally.total:
+            raise GradingFailure(self.feedback(), self.summary())
+
+    def _check_one(self, case: Case, expected: Any
+                   ) -> tuple[bool, tuple[str, str, list[Difference]] | None]:
+        """Whether ``case`` passed and, when it failed, its heading, function and wrong
+        fields (a failed call's reason is the heading's second line)."""
+        outcome = self._source.outcome(case)
+        heading = shortened(f"case {case.case_id!r}: {case.describe_inputs()}",
+                            2 * MAX_VALUE_CHARS)
+        if not outcome.ok:
+            message = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
+            self._first_problem = self._first_problem or message
+            return False, (f"{heading}\n  {message}", case.function, [])
+        differences = compare(expected, outcome.value, self._tolerance)
+        if not differences:
+            return True, None
+        first = differences[0]
+        self._first_problem = self._first_problem or (
+            f"{first.field} expected {_short_number(first.expected)}, "
+            f"got {_short_number(first.actual)}")
+        return False, (heading, case.function, list(differences))
+
+    def summary(self) -> str:
+        """The failure in one line: cases failed and the first problem (or the root
+        cause), e.g. ``11 of 13 cases failed: p99_latency_ms expected 132.87, got 80.77``."""
+        tally = self.tally
+        counts = f"{tally.total - tally.passed} of {tally.total} cases failed"
+        if self._hidden:
+            return f"{counts} (hidden cases)"
+        reason = self._root_cause or self._first_problem or "; ".join(self._notes)
+        return shortened(f"{counts}: {reason}" if reason else counts, MAX_REASON_CHARS)
+
+    def feedback(self) -> str:
+        """The failure summary: counts always, details only for visible tests; never more
+        than :data:`MAX_FEEDBACK_CHARS` characters."""
+        return shortened(self._feedback(), MAX_FEEDBACK_CHARS)
+
+    def _feedback(self) -> str:
+        tally = self.tally
+        summary = (f"{self._label}: {tally.total - tally.passed} of {tally.total} cases failed "
+                   f"(tolerance {self._tolerance.describe()})")
+        notes = [*([self._root_cause] if self._root_cause else []), *self._notes]
+        if self._hidden:
+            return "\n".join([summary + "; the cases of this test are hidden.", *notes])
+        reasons = {failure.split("\n", 1)[-1] for failure in tally.failures}
+        if len(reasons) == 1 and len(tally.failures) > 1:
+            only = next(iter(reasons)).strip()
+            return "\n".join([summary, *notes, f"every failed case: {only}"])
+        shown = tally.failures[:MAX_CASES_SHOWN]
+        rest = len(tally.failures) - len(shown)
+        more = [f"... and {rest} more failed cases"] if rest else []
+        return "\n".join([summary, *notes, *shown, *more])
+
+
+class Student:
+    """The student's functions for one invariant test: plain data back, or a failed assertion.
+
+    ``gate`` says why the test's function has not earned its invariants (None when it
+    has). The same input must always get the same answer.
+    """
+
+    def __init__(self, runner: StudentRunner, *, test_name: str = "",
+                 gate: Callable[[], str | None] = lambda: None,
+                 record: Callable[[str], None] = lambda asked: None) -> None:
+        self._runner = runner
+        self._gate = gate
+        self._record = record
+        self._answers: dict[str, str] = {}
+        self.test_name = test_name
+
+    def require_real_answers(self) -> None:
+        """Fail the test unless its function has earned its invariants."""
+        reason = self._gate()
+        if reason is not None:
+            raise StudentCallFailed(reason)
+
+    def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``function``; return its plain result, or raise :class:`StudentCallFailed`.
+
+        Every input asked is passed to ``record`` first (the run's digest of its inputs)."""
+        asked = json.dumps([function, encode_argument(args), encode_argument(kwargs)],
+                           sort_keys=True)
+        self._record(f"{self.test_name}\n{asked}\n")
+        outcome = self._runner.call(function, args, kwargs, RESULT_FIELDS[function])
+        if not outcome.ok:
+            shown = ", ".join([*map(_argument, args),
+                               *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
+            reason = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
+            raise StudentCallFailed(f"{reason}, in {function}({shown})")
+        answer = answer_key(outcome.value)
+        if self._answers.setdefault(asked, answer) != answer:
+            raise StudentCallFailed(f"{function} gave different answers to the same input "
+                                    "(its results must depend on its inputs only)")
+        return outcome.value
+
+    def real(self, function: str, field_name: str, value: Any) -> float:
+        """``value`` if it is a real number, else a failed assertion naming the field."""
+        if isinstance(value, dict):
+            value = value.get(field_name, {"$missing": field_name})
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise StudentCallFailed(
+                f"{function}: {field_name} must be a real number, got {_number(value)}")
+        if math.isnan(value):
+            raise StudentCallFailed(f"{function}: {field_name} is NaN")
+        return float(value)
+
+
+def _argument(value: Any) -> str:
+    """An argument as the lab names it: a track's objects by track, numbers as typed."""
+    for attribute, kind in (("track_id", "profile"), ("name", "model")):
+        label = getattr(value, attribute, None)
+        if isinstance(label, str):
+            return f"<{kind} {label}>"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, int | str | bool) or value is None:
+        return repr(value)
+    return f"<{type(value).__name__}>"

@@ -1,0 +1,95 @@
+"""The pytest plugin of the serving-lab grader: its options, and the switch that turns
+grading on.
+
+Grading is on when a submission is named (``--student`` or the ``grader_student``
+ini key). Then, and only then, :func:`pytest_configure` opens the grading session and
+registers its hooks (:class:`graders.plugin.hooks.GradingHooks`) and fixtures
+(:mod:`graders.plugin.fixtures`): the grading suite in :mod:`graders.suite` joins the
+collected tests, every test is scored, and the reports are written at the end. With
+grading off, the plugin adds its options and imports nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from graders.plugin.settings import OPTIONS, Settings, resolve
+
+if TYPE_CHECKING:
+    from graders.trackfiles.tracks import Track
+
+MARKER_HELP = (
+    "grader(points, function, visibility='visible'): a graded test worth `points` "
+    "(scaled so the suite totals grader_max_score), tagged with the contract `function`; "
+    "visibility is one of visible, hidden, after_due_date, after_published"
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("serving-grader", "serving-lab grader")
+    for option in OPTIONS:
+        group.addoption(option.flag, dest=f"grader_{option.name}", default=None,
+                        type=option.parse, metavar=option.metavar, help=option.help)
+        parser.addini(option.ini, help=option.help, default=None)
+
+
+def _resolve_settings(config: pytest.Config) -> Settings:
+    raw: dict[str, Any] = {}
+    for option in OPTIONS:
+        value = config.getoption(f"grader_{option.name}")
+        if value is not None:
+            raw[option.name] = (value, False)
+            continue
+        text = config.getini(option.ini)
+        if text in (None, ""):
+            raw[option.name] = (option.default, False)
+            continue
+        try:
+            raw[option.name] = (option.parse(str(text).strip()), True)
+        except argparse.ArgumentTypeError as error:
+            raise pytest.UsageError(f"ini key {option.ini}: {error}") from None
+    return resolve(raw, invocation_dir=config.invocation_params.dir,
+                   ini_dir=config.inipath.parent if config.inipath else config.rootpath)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    settings = _resolve_settings(config)
+    from graders.plugin.stash import SESSION_KEY, SETTINGS_KEY
+
+    config.stash[SETTINGS_KEY] = settings
+    if not settings.grading:
+        return
+    from graders.errors import GraderError
+    from graders.plugin import fixtures
+    from graders.plugin.hooks import GradingHooks, JsonReportMetadata
+    from graders.plugin.session import GradingSession
+    from graders.results.files import check_output_file
+
+    def load_tracks() -> tuple[Track, ...]:
+        from graders.trackfiles.tracks import default_tracks_dir, load_tracks
+
+        return load_tracks(settings.tracks or default_tracks_dir())
+
+    try:
+        for path, flag in ((settings.results, "--grader-results"),
+                           (settings.classroom, "--grader-classroom"),
+                           (settings.html, "--grader-html")):
+            if path is not None:  # before any student code runs, as graders grade does
+                check_output_file(path, flag)
+        if settings.html is not None:
+            from graders.feedback.plots import require_matplotlib
+
+            require_matplotlib("--grader-html")
+        session = GradingSession.open(settings, load_tracks)
+    except GraderError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(GradingHooks(session), "serving-grader-session")
+    config.pluginmanager.register(fixtures, "serving-grader-fixtures")
+    if config.getoption("json_report", default=False):
+        config.pluginmanager.register(JsonReportMetadata(), "serving-grader-json-report")

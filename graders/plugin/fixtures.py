@@ -1,0 +1,82 @@
+"""Fixtures of the grading suite: the track, the student, and a per-test case checker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from graders.grading.cases import Case
+from graders.grading.checks import Grading, Student
+from graders.grading.credit import FunctionEvidence
+from graders.plugin.session import GradingSession
+from graders.plugin.stash import SCORE_KEY, SESSION_KEY, TALLY_KEY
+from graders.sandbox.runner import CallOutcome
+
+
+def _session(request: pytest.FixtureRequest) -> GradingSession:
+    session = request.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        pytest.fail("the grading suite needs a submission: pass --student PATH or set "
+                    "the grader_student ini key", pytrace=False)
+    return session
+
+
+@dataclass(frozen=True)
+class SessionCases:
+    """A test's view of the session's cases: hidden tests ask the hidden worker."""
+
+    session: GradingSession
+    hidden: bool
+
+    def expected(self, case: Case) -> Any:
+        return self.session.oracle.expected(case)
+
+    def outcome(self, case: Case) -> CallOutcome:
+        return self.session.case_outcome(case, hidden=self.hidden)
+
+    def evidence(self, function: str) -> FunctionEvidence:
+        return self.session.evidence(function)
+
+
+@pytest.fixture
+def track(request: pytest.FixtureRequest) -> object:
+    """One track of the run (the suite is parametrized over every track file)."""
+    return request.param
+
+
+@pytest.fixture
+def student(request: pytest.FixtureRequest) -> Student:
+    """The student's functions, run in the isolated worker, for one invariant test."""
+    session = _session(request)
+    score = request.node.stash.get(SCORE_KEY, None)
+    function = score.function if score is not None else ""
+    return Student(session.runner, test_name=request.node.name,
+                   gate=lambda: session.invariant_refusal(function) if function else None,
+                   record=lambda asked: session.invariant_inputs.update(asked.encode()))
+
+
+@pytest.fixture
+def grading(request: pytest.FixtureRequest) -> Grading:
+    """Checks a test's cases against the reference and records its tally for scoring."""
+    session = _session(request)
+    score = request.node.stash.get(SCORE_KEY, None)
+    hidden = score is not None and score.visibility != "visible"
+    label = score.name if score is not None else request.node.name
+    checker = Grading(SessionCases(session, hidden), session.settings.tolerance,
+                      label=label, hidden=hidden)
+    request.node.stash[TALLY_KEY] = checker.tally
+    return checker
+
+
+@pytest.fixture(scope="session")
+def tracks(request: pytest.FixtureRequest) -> tuple[object, ...]:
+    """Every loaded track."""
+    return tuple(_session(request).tracks)
+
+
+@pytest.fixture(scope="session")
+def invariant_examples(request: pytest.FixtureRequest) -> int:
+    """Examples per invariant test (``--grader-examples``)."""
+    return _session(request).settings.examples

@@ -1,0 +1,332 @@
+"""The hooks of a grading run, on one object registered only when grading is on (as
+pytest-xdist registers its ``DSession``), so that no hook needs a guard; the pure work
+is in module functions below it and in the sub-packages they call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Generator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders.escaping import for_terminal
+from graders.grading.checks import (
+    MAX_FEEDBACK_CHARS,
+    MAX_REASON_CHARS,
+    GradingFailure,
+    StudentCallFailed,
+    shortened,
+)
+from graders.grading.scoring import GraderMark, Status, TestScore, rounded, scaled_maxima
+from graders.plugin.session import GradingSession
+from graders.plugin.stash import SCORE_KEY, TALLY_KEY
+from graders.results.reports import score_table
+from graders.suite import HIDDEN_PREFIX
+from graders.versions import drift_warning
+
+SUITE_DIR = Path(__file__).parents[1] / "suite"
+
+
+class GradingHooks:
+    """The hooks of a run that grades a submission, registered only then: grading off,
+    the plugin adds its options and nothing else."""
+
+    def __init__(self, session: GradingSession) -> None:
+        self.session = session
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.session.close()
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        return _header(self.session)
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "track" in metafunc.fixturenames:
+            tracks = self.session.tracks
+            metafunc.parametrize("track", tracks, ids=[t.track_id for t in tracks])
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        _add_suite(session, self.session, items)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, Any, Any]:
+        report = yield
+        score = item.stash.get(SCORE_KEY, None)
+        if score is None:  # not a graded test
+            return report
+        updated = _score_phase(item, score, report, call)
+        _short_summary(report, call, self.session)
+        if updated is not None:
+            item.stash[SCORE_KEY] = updated
+            self.session.scores[score.nodeid] = updated
+            _set_score_properties(item, report, updated)
+        return report
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        _finish(self.session)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config
+                                 ) -> Generator[None, Any, Any]:
+        """At -qq (``graders grade -q``), no progress letters: only the score table shows."""
+        result = yield
+        if result and config.getoption("verbose") <= -2:
+            category, _, word = result
+            return category, "", word
+        return result
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
+                                config: pytest.Config) -> None:
+        if self.session.scores:
+            _summary(terminalreporter, config, self.session)
+
+
+def _header(session: GradingSession) -> list[str]:
+    settings = session.settings
+    ids = ", ".join(track.track_id for track in session.tracks)
+    sandbox = session.runner.sandbox
+    who = f" ({sandbox.name}, uid {sandbox.uid})" if sandbox is not None else ""
+    lines = [f"serving-grader: grading {settings.student} on tracks {ids}",
+             f"serving-grader: tolerance {settings.tolerance.describe()}, "
+             f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
+             f"{settings.examples} examples per invariant",
+             f"serving-grader: {session.isolation()}{who}"]
+    warning = drift_warning()
+    if warning is not None:
+        lines.append(f"serving-grader: {warning}")
+    return lines
+
+
+def _add_suite(session: pytest.Session, grading: GradingSession,
+               items: list[pytest.Item]) -> None:
+    """Add the grading suite (unless the run collected it), score every test, and put the
+    hidden tests last: their worker starts only after every visible call was made."""
+    if any(Path(item.path).parent == SUITE_DIR for item in items):
+        suite = _suite_items(session, grading, quietly=True)
+    else:
+        suite = _suite_items(session, grading, quietly=False)
+        items.extend(suite)
+    _assign_maxima(grading, suite, items)
+    items.sort(key=lambda item: _visibility(item) != "visible")
+
+
+def _suite_items(session: pytest.Session, grading: GradingSession, *,
+                 quietly: bool) -> list[pytest.Item]:
+    """Every test of the grading suite, whatever the selection (it decides the maxima).
+
+    ``quietly`` builds them without collection hooks, when the run collected its own."""
+    suite: list[pytest.Item] = []
+    for path in sorted(SUITE_DIR.glob("test_*.py")):
+        if grading.oracle.golden and path.name.startswith(HIDDEN_PREFIX):
+            continue  # hidden tests need the reference (and the bundle leaves them out)
+        module = pytest.Module.from_parent(session, path=path,
+                                           nodeid=f"graders/suite/{path.name}")
+        found = module.collect() if quietly else session.genitems(module)
+        suite.extend(i for i in found if isinstance(i, pytest.Item))
+    return suite
+
+
+def _visibility(item: pytest.Item) -> str:
+    score = item.stash.get(SCORE_KEY, None)
+    return score.visibility if score is not None else "visible"
+
+
+def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
+                   items: list[pytest.Item]) -> None:
+    """Score every test of the suite (run or not) and stash each collected test's score."""
+    marks: dict[str, tuple[pytest.Item, GraderMark]] = {}
+    for item in [*suite, *items]:
+        marker = item.get_closest_marker("grader")
+        if marker is None or _test_id(item) in marks:
+            continue
+        try:
+            marks[_test_id(item)] = (item, GraderMark.from_marker(marker.args, marker.kwargs,
+                                                                  item.nodeid))
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+    siblings = Counter(_function_id(item) for item, _ in marks.values())
+    weights = {nodeid: mark.points / siblings[_function_id(item)]
+               for nodeid, (item, mark) in marks.items()}
+    maxima = scaled_maxima(weights, grading.max_score)
+    for nodeid, (item, mark) in marks.items():
+        grading.scores[nodeid] = TestScore(
+            nodeid=nodeid, name=_display_name(item), function=mark.function,
+            track=_track_id(item), visibility=mark.visibility, max_score=maxima[nodeid])
+    for item in items:
+        if _test_id(item) in grading.scores:
+            item.stash[SCORE_KEY] = grading.scores[_test_id(item)]
+
+
+def _test_id(item: pytest.Item) -> str:
+    """The test's node id, the same for a suite test however it was collected."""
+    if Path(item.path).parent == SUITE_DIR:
+        return f"graders/suite/{Path(item.path).name}::{item.name}"
+    return item.nodeid
+
+
+def _function_id(item: pytest.Item) -> str:
+    return _test_id(item).split("[", 1)[0]
+
+
+def _track_id(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    track = callspec.params.get("track") if callspec is not None else None
+    return getattr(track, "track_id", None)
+
+
+def _display_name(item: pytest.Item) -> str:
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or item.name
+    title = doc.strip().splitlines()[0].rstrip(".")
+    track = _track_id(item)
+    return f"{title} [{track}]" if track else title
+
+
+def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None],
+                   session: GradingSession) -> None:
+    """pytest's short summary line of a failed test: its reason, not the exception's name
+    (and, for a submission that does not import, a pointer to the one line that says why)."""
+    excinfo = call.excinfo
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is None or excinfo is None or not report.failed:
+        return
+    if isinstance(excinfo.value, GradingFailure):
+        reason = excinfo.value.summary
+    elif isinstance(excinfo.value, StudentCallFailed):
+        reason = str(excinfo.value)
+    else:
+        return
+    if session.import_error and session.import_error in reason:
+        reason = "serving.py does not import (the reason is printed once, above the scores)"
+    crash.message = shortened(" ".join(str(reason).split()), MAX_REASON_CHARS)
+
+
+def _set_score_properties(item: pytest.Item, report: pytest.TestReport,
+                          score: TestScore) -> None:
+    """The test's score as properties (JUnit XML writes them as <property> elements),
+    replaced whenever a later phase changes the score."""
+    properties = [
+        ("grader_score", rounded(score.earned)), ("grader_max_score", rounded(score.max_score)),
+        ("grader_function", score.function), ("grader_visibility", score.visibility),
+    ]
+    for holder in (item.user_properties, report.user_properties):
+        holder[:] = [p for p in holder if not str(p[0]).startswith("grader_")] + properties
+
+
+def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,
+                 call: pytest.CallInfo[None]) -> TestScore | None:
+    hidden = score.visibility != "visible"
+    if report.when == "setup" and not report.passed:
+        status: Status = "skipped" if report.skipped else "error"
+        return score.with_outcome(status, Fraction(0), _output(report, hidden, status))
+    if report.when == "teardown" and report.failed:
+        return score.with_outcome("error", Fraction(0), _output(report, hidden, "error"))
+    if report.when != "call":
+        return None
+    tally = item.stash.get(TALLY_KEY, None)
+    cases = (tally.passed, tally.total) if tally is not None else (int(report.passed), 1)
+    if report.passed:
+        return score.with_outcome("passed", Fraction(1), "All cases passed.", *cases)
+    if report.skipped:
+        return score.with_outcome("skipped", Fraction(0), _output(report, hidden, "skipped"))
+    excinfo = call.excinfo
+    if tally is not None and excinfo is not None and excinfo.errisinstance(GradingFailure) \
+            and tally.total:
+        fraction = Fraction(tally.passed, tally.total)
+        return score.with_outcome("failed", fraction, str(excinfo.value), *cases)
+    return score.with_outcome("failed", Fraction(0), _output(report, hidden, "failed"), *cases)
+
+
+def _output(report: pytest.TestReport, hidden: bool, status: str) -> str:
+    if hidden:
+        return f"This test {status}; its cases are hidden."
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return f"skipped: {report.longrepr[2]}"
+    text = report.longreprtext.strip()
+    lines = [line[2:] if line.startswith("E ") else line for line in text.splitlines()
+             if line.startswith("E ")] or text.splitlines()[-20:]
+    output = "\n".join(lines).strip()
+    for prefix in (f"{cls.__module__}.{cls.__qualname__}: "
+                   for cls in (StudentCallFailed, GradingFailure)):
+        output = output.removeprefix(prefix)  # the reason first, not the grader's class
+    return shortened(output, MAX_FEEDBACK_CHARS) or status
+
+
+def _finish(grading: GradingSession) -> None:
+    """The last visible calls, the workers stopped, then every report written."""
+    html = grading.settings.html
+    grading.finish_visible()  # measures the page's curves, if any, before the worker stops
+    report = grading.feedback
+    grading.close()
+    document = None
+    if grading.settings.results is not None:
+        document = grading.write_results(grading.settings.results)
+    if grading.settings.classroom is not None:
+        grading.write_classroom(grading.settings.classroom)
+    if report is not None and html is not None:
+        report.write(html, document if document is not None else grading.results_document())
+
+
+def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSession) -> None:
+    """The feedback section (one block per failed test) and the score table."""
+    scores = list(grading.scores.values())
+    quiet = config.getoption("verbose") <= -2
+    import_error = grading.import_error
+    if config.getoption("tbstyle") == "no" and not quiet:
+        failed = [score for score in scores if score.status not in ("passed", "not run")]
+        if failed:
+            terminalreporter.section("serving-lab feedback")
+        if import_error:  # one cause, said once
+            terminalreporter.write_line(for_terminal(import_error), red=True)
+            terminalreporter.write_line("Every test fails until serving.py imports cleanly.")
+            terminalreporter.write_line("")
+            failed = []  # every test failed for that one reason
+        for score in failed:
+            if not score.output.startswith(score.name):
+                terminalreporter.write_line(for_terminal(f"{score.name}: {score.status}"),
+                                            bold=True)
+            terminalreporter.write_line(for_terminal(score.output))
+            terminalreporter.write_line("")
+        not_run = [score for score in scores if score.status == "not run"]
+        if not_run:  # one line, not one block per test
+            functions = ", ".join(dict.fromkeys(score.function for score in not_run))
+            terminalreporter.write_line(for_terminal(shortened(
+                f"not run: {len(not_run)} graded tests (of {functions})", MAX_REASON_CHARS)))
+    terminalreporter.section("serving-lab score")
+    if import_error and (quiet or config.getoption("tbstyle") != "no"):
+        terminalreporter.write_line(for_terminal(import_error), red=True)
+    for line in score_table(scores):
+        terminalreporter.write_line(for_terminal(line))
+    if quiet:  # pytest prints no counts at -qq: the score table's own line says them
+        counts = Counter(score.status for score in scores)
+        terminalreporter.write_line(", ".join(f"{counts[status]} {status}" for status in
+                                              ("passed", "failed", "error", "skipped",
+                                               "not run") if counts[status]))
+        return
+    if grading.settings.results is not None:
+        terminalreporter.write_line(for_terminal(
+            f"results written to {grading.settings.results}"))
+    if grading.settings.html is not None:
+        terminalreporter.write_line(for_terminal(
+            f"feedback report written to {grading.settings.html}"))
+
+
+class JsonReportMetadata:
+    """Adds score and max_score to each test's pytest-json-report metadata (registered
+    only when pytest-json-report is active)."""
+
+    def pytest_json_runtest_metadata(self, item: pytest.Item,
+                                     call: pytest.CallInfo[None]) -> dict[str, Any] | None:
+        score = item.stash.get(SCORE_KEY, None)
+        if score is None:
+            return None
+        return {"score": rounded(score.earned), "max_score": rounded(score.max_score),
+                "function": score.function, "track": score.track,
+                "visibility": score.visibility}
+

@@ -1,0 +1,252 @@
+"""One grading run's state: settings, tracks, the student runner and the scores so far."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graders.expected.oracle import Oracle, ReferenceOracle, choose_oracle
+from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases
+from graders.grading.checks import failed_call_message
+from graders.grading.compare import compare
+from graders.grading.credit import (
+    FunctionEvidence,
+    invariant_refusal,
+    is_trivial,
+    nontrivial_matches,
+)
+from graders.grading.scoring import TestScore
+from graders.plugin.settings import Settings
+from graders.results.classroom import classroom_results
+from graders.results.files import Reservation
+from graders.results.metadata import submission_extra
+from graders.results.reports import (
+    fallback_results,
+    gradescope_results,
+    partial_run,
+    validated_results,
+    write_json_atomically,
+)
+from graders.sandbox.privileges import (
+    claim_sandbox_user,
+    close_to_others,
+    protected_folders,
+    running_as_root,
+)
+from graders.sandbox.runner import CallOutcome, StudentRunner
+from graders.sandbox.submission import locate_submission, read_submission
+from graders.versions import grading_versions
+
+#: Bytes held for results.json: it stays under 1 MiB whatever a submission returns.
+RESULTS_RESERVATION_BYTES = 2 * 1024**2
+
+if TYPE_CHECKING:
+    from graders.feedback.page import FeedbackReport
+    from graders.trackfiles.tracks import Track
+
+
+@dataclass
+class GradingSession:
+    """Everything one run of the grading suite shares between its tests."""
+
+    settings: Settings
+    tracks: tuple[Track, ...]
+    runner: StudentRunner
+    started: float = field(default_factory=time.monotonic)
+    scores: dict[str, TestScore] = field(default_factory=dict)
+    oracle: Oracle = field(default_factory=ReferenceOracle)
+    #: The submission's source, for the fresh worker of the hidden tests.
+    submission: bytes = b""
+    #: Answers to cases already asked, by ("hidden" or "visible", case key).
+    outcomes: dict[tuple[str, str], CallOutcome] = field(default_factory=dict)
+    evidences: dict[str, FunctionEvidence] = field(default_factory=dict)
+    #: The worker of the hidden tests, started after every visible call was made.
+    hidden_runner: StudentRunner | None = None
+    #: The HTML report's curves, measured before the visible worker stops.
+    feedback: FeedbackReport | None = None
+    visible_finished: bool = False
+    #: Disk space held for results.json since before the worker started.
+    reservation: Reservation | None = None
+    #: SHA-256 of every input the invariant tests asked, in order: equal digests mean
+    #: the same examples (reported in the results' extra_data).
+    invariant_inputs: Any = field(default_factory=hashlib.sha256)
+
+    @property
+    def max_score(self) -> float:
+        """The suite's total points: as set, else the oracle's default."""
+        if self.settings.max_score is not None:
+            return self.settings.max_score
+        return self.oracle.default_max_score
+
+    @property
+    def expected(self) -> Callable[[Case], Any]:
+        """The expected plain value of a case (reference or golden file)."""
+        return self.oracle.expected
+
+    @classmethod
+    def open(cls, settings: Settings, load_tracks: Callable[[], tuple[Track, ...]]
+             ) -> GradingSession:
+        """Read the submission, start its worker, then load the tracks.
+
+        The worker imports the submission (and pint) while this process loads the
+        tracks and collects the tests. Raises a GraderError for a bad submission, track
+        or golden file.
+        """
+        assert settings.student is not None
+        oracle = choose_oracle(settings.golden)
+        submission = read_submission(locate_submission(settings.student))
+        # the results' disk space is held before any student code runs: a submission
+        # that fills the disk cannot keep them from being written
+        reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
+            if settings.results is not None else None
+        sandbox = None
+        runner = None
+        try:
+            if running_as_root():
+                sandbox = claim_sandbox_user(settings.sandbox_user)  # this grading's alone
+                close_to_others(protected_folders())
+            runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox)
+            runner.start()
+            tracks = oracle.bind(load_tracks())
+        except BaseException:
+            if runner is not None:
+                runner.close()
+            if sandbox is not None:
+                sandbox.release()
+            if reservation is not None:
+                reservation.release()
+            raise
+        return cls(settings=settings, tracks=tracks, runner=runner, oracle=oracle,
+                   submission=submission, reservation=reservation)
+
+    def isolation(self) -> str:
+        """How the student's code is isolated, in one line for people and reports."""
+        return self.runner.protections.description
+
+    @property
+    def import_error(self) -> str | None:
+        return self.runner.import_error
+
+    def close(self) -> None:
+        """Stop both workers, then give the sandbox user back (the hidden worker reuses
+        the visible one's user, so only the session may release it)."""
+        self.runner.close()
+        if self.hidden_runner is not None:
+            self.hidden_runner.close()
+        if self.runner.sandbox is not None:
+            self.runner.sandbox.release()
+
+    def case_outcome(self, case: Case, *, hidden: bool) -> CallOutcome:
+        """The student's answer to ``case``, asked once per run: hidden cases in the hidden
+        worker, the others in the visible one."""
+        key = ("hidden" if hidden else "visible", case.key)
+        if key not in self.outcomes:
+            runner = self.start_hidden() if hidden else self.runner
+            self.outcomes[key] = runner.call(case.function, case.args, case.kwargs,
+                                             case.fields)
+        return self.outcomes[key]
+
+    def evidence(self, function: str) -> FunctionEvidence:
+        """What ``function`` answered across every visible case of the run's tracks."""
+        if function not in self.evidences:
+            evidence = FunctionEvidence()
+            for case in visible_cases(self.tracks):
+                if case.function != function:
+                    continue
+                expected = self.oracle.expected(case)
+                outcome = self.case_outcome(case, hidden=False)
+                inputs = [*case.args, *case.kwargs.values()]
+                passed = outcome.ok and not self._differences(expected, outcome.value)
+                right = nontrivial_matches(
+                    expected, outcome.value, inputs,
+                    lambda wanted, got: not self._differences(wanted, got)) if outcome.ok else 0
+                evidence.record(expected=expected, answer=outcome.value,
+                                answered=outcome.ok, passed=passed, values_right=right,
+                                failure=failed_call_message(outcome),
+                                trivial=is_trivial(expected, inputs))
+            self.evidences[function] = evidence
+        return self.evidences[function]
+
+    def _differences(self, expected: Any, actual: Any) -> list[Any]:
+        return list(compare(expected, actual, self.settings.tolerance))
+
+    def invariant_refusal(self, function: str) -> str | None:
+        """Why the invariants of ``function`` pay nothing yet (None when they may pay)."""
+        return invariant_refusal(function, self.evidence(function))
+
+    def finish_visible(self) -> None:
+        """Make every visible call this run needs, then stop the visible worker: the
+        evidence of every function and, when a page is asked for, the report's curves."""
+        if self.visible_finished:
+            return
+        for function in CONTRACT_FUNCTIONS:
+            self.evidence(function)
+        if self.settings.html is not None:
+            from graders.feedback.page import FeedbackReport
+
+            self.feedback = FeedbackReport.measure(self.tracks, self.runner, self.oracle.expected)
+        self.runner.close()
+        self.visible_finished = True
+
+    def start_hidden(self) -> StudentRunner:
+        """The hidden tests' worker: fresh, started only after the visible worker stopped,
+        so nothing it is asked can reach visible feedback."""
+        if self.hidden_runner is None:
+            self.finish_visible()
+            self.hidden_runner = StudentRunner(self.submission, limits=self.settings.limits,
+                                               sandbox=self.runner.sandbox,
+                                               budget=self.runner.budget)
+        return self.hidden_runner
+
+    def summary(self) -> str:
+        """The top-level output of results.json: how grading went, and what the student's
+        code printed (the visible worker's only: the hidden one's never shows)."""
+        if self.import_error:
+            lines = [self.import_error, "Every test fails until serving.py imports cleanly."]
+        else:
+            lines = ["Graded by the serving-lab grader. Each test lists its failed cases."]
+        printed = self.runner.output_summary()
+        if printed.total_bytes:
+            lines += [f"{printed.sentence().capitalize()}; they follow.", printed.text]
+        return "\n".join(lines)
+
+    def write_results(self, path: Path) -> Mapping[str, Any]:
+        """Write Gradescope results for the scores recorded so far: validated, atomically,
+        and if building them fails, the fallback with every test at 0. Returns them."""
+        document = self.results_document()
+        reservation, self.reservation = self.reservation, None
+        try:
+            write_json_atomically(path, document, reservation=reservation)
+        finally:
+            if reservation is not None:
+                reservation.release()
+        return document
+
+    def results_document(self) -> Mapping[str, Any]:
+        """The Gradescope results :meth:`write_results` writes, without writing them."""
+        scores = list(self.scores.values())
+        partial = partial_run(scores)
+        summary = self.summary() if partial is None else f"{partial}\n{self.summary()}"
+        try:
+            document = gradescope_results(
+                scores, execution_time_s=time.monotonic() - self.started,
+                output=summary,
+                extra={"isolation": self.isolation(),
+                       "protections": self.runner.protections.as_dict(),
+                       "invariant_inputs_sha256": self.invariant_inputs.hexdigest(),
+                       "versions": grading_versions(),
+                       **({"partial_run": partial} if partial is not None else {}),
+                       **submission_extra(self.settings.submission_metadata)})
+        except Exception as error:  # the grader's own failure must still leave valid results
+            document = fallback_results(scores, f"{type(error).__name__}: {error}")
+        return validated_results(document, scores)
+
+    def write_classroom(self, path: Path) -> None:
+        """Write the GitHub Classroom runner results for the scores recorded so far."""
+        document = classroom_results(list(self.scores.values()),
+                                     import_error=self.import_error)
+        write_json_atomically(path, document)

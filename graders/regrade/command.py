@@ -1,0 +1,286 @@
+"""``graders regrade SUBMISSIONS --out DIR``: grade a whole class in parallel, resumably,
+and report on it.
+
+Each submission is graded by its own ``graders grade`` subprocess in a job slot (see
+:mod:`graders.regrade.slots`), bounded by ``--timeout``. Submissions already graded from the
+same ``serving.py`` by the same grader are skipped unless ``--force``. Outputs, in DIR:
+``submissions/<id>/results.json`` (with meta.json and grade.log), ``grades.csv``, and the
+class report ``report.md``, ``report.json`` and ``histogram.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import csv
+import io
+import math
+import os
+import queue
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+
+from graders.errors import GraderError, SubmissionError
+from graders.plugin.settings import flag_value, positive_float
+from graders.regrade.job import JobContext, run_job
+from graders.regrade.progress import Progress
+from graders.regrade.report import GradedSubmission, class_report, grade_table, markdown
+from graders.regrade.roster import ClassSubmission, discover, submission_file
+from graders.regrade.slots import Slot, claim_slots, release_slots
+from graders.regrade.state import (
+    RESULTS_NAME,
+    JobRecord,
+    grader_fingerprint,
+    read_record,
+    sha256,
+    up_to_date,
+)
+from graders.results.files import check_output_folder
+from graders.results.reports import read_valid_results, write_json_atomically
+from graders.sandbox.cleanup import process_alive, remove_tree, report_problems
+from graders.sandbox.platforms import needs_linux
+from graders.sandbox.privileges import close_to_others, running_as_root
+from graders.sandbox.runner import Limits
+from graders.sandbox.submission import read_submission
+
+#: Seconds one submission may take in all: the runner's bound on a submission that hangs
+#: everywhere, plus a generous allowance for the rest of its grading on a busy machine.
+DEFAULT_TIMEOUT_S = float(math.ceil(Limits().worst_case_s + 120))
+INTERRUPTED = 130
+
+
+def run_regrade(args: argparse.Namespace) -> int:
+    """Grade every submission below ``args.submissions``; 0 when the batch completed."""
+    refusal = needs_linux("regrade")  # job-slot locks, the /proc sweep, the privilege drop
+    if refusal is not None:
+        raise GraderError(refusal)
+    root, out = Path(args.submissions), Path(args.out)
+    # refused before anything: a link, a file, a folder of another user or one that others
+    # can write (see graders.results.files); a missing one is made below, and checked again
+    check_output_folder(out, "--out", create=False, allow_link=False)
+    if not args.no_histogram:
+        from graders.regrade.histogram import check_available
+
+        check_available()
+    options = grade_options(args)
+    submissions, warnings = discover(root, exclude=out)
+    for warning in warnings:
+        sys.stderr.write(f"graders: warning: {warning}\n")
+    if not submissions:
+        raise SubmissionError(f"no submissions in {str(root)!r}: expected a folder per "
+                              "submission (e.g. a Gradescope export) or *.py files")
+    check_output_folder(out, "--out", allow_link=False)
+    _close_class_folders(root, out)
+    started = time.monotonic()
+    fingerprint = grader_fingerprint(tracks=Path(args.tracks) if args.tracks else None,
+                                     options=options)
+    context = JobContext(out=out, grader_sha256=fingerprint,
+                         timeout_s=args.timeout or DEFAULT_TIMEOUT_S,
+                         grade_options=options)
+    pending = [s for s in submissions
+               if args.force or not _is_up_to_date(s, context)]
+    progress = Progress(len(submissions), sys.stderr, skipped=len(submissions) - len(pending))
+    with _interrupts_as_keyboard_interrupt():
+        try:
+            _grade_all(pending, context, args.jobs, progress)
+        except KeyboardInterrupt:
+            progress.close()
+            sys.stderr.write("graders: regrade interrupted; run the same command again to "
+                             "resume\n")
+            return INTERRUPTED
+    progress.close()
+    entries = [_graded(submission, context) for submission in submissions]
+    written = write_outputs(out, entries, histogram=not args.no_histogram)
+    _summary(entries, len(pending), time.monotonic() - started, written)
+    return 0
+
+
+def _close_class_folders(root: Path, out: Path) -> None:
+    """As root, close the class's submissions and results to other users: a sandbox user
+    must not read (or run) a classmate's serving.py or results while it is graded."""
+    if not running_as_root():
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    opened = [path for path in (root, out) if path.stat().st_mode & 0o007]
+    close_to_others(opened)
+    for path in opened:
+        sys.stderr.write(f"graders: note: closed {str(path)!r} to other users, so that "
+                         "student code cannot read the class's submissions or results\n")
+
+
+def grade_options(args: argparse.Namespace) -> list[str]:
+    """The ``graders grade`` options every job shares, validated once up front."""
+    options: list[str] = []
+    if args.tracks:
+        from graders.trackfiles.tracks import load_tracks
+
+        load_tracks(args.tracks)
+        options += ["--tracks", str(Path(args.tracks).resolve())]
+    if args.max_score is not None:
+        flag_value("--max-score", args.max_score, positive_float)
+        options += ["--max-score", args.max_score]
+    return options
+
+
+def _is_up_to_date(submission: ClassSubmission, context: JobContext) -> bool:
+    try:
+        data = read_submission(submission_file(submission))
+    except SubmissionError:
+        return False
+    return up_to_date(context.folder(submission), sha256(data), context.grader_sha256)
+
+
+@contextlib.contextmanager
+def _interrupts_as_keyboard_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C, so that running gradings are killed either way."""
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _grade_all(pending: Sequence[ClassSubmission], context: JobContext, jobs: int,
+               progress: Progress) -> None:
+    """Run ``pending`` in up to ``jobs`` slots, updating ``progress`` as jobs finish."""
+    if not pending:
+        return
+    work, private = _work_folders(context.out)
+    slots: list[Slot] = []
+    try:
+        slots = claim_slots(min(jobs, len(pending)), work, private)
+        free: queue.Queue[Slot] = queue.Queue()
+        for slot in slots:
+            free.put(slot)
+
+        def job(submission: ClassSubmission) -> JobRecord | None:
+            slot = free.get()
+            try:
+                return run_job(submission, slot, context)
+            finally:
+                free.put(slot)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(slots)) as pool:
+            futures = {pool.submit(job, submission): submission for submission in pending}
+            try:
+                _follow(futures, progress)
+            except BaseException:
+                context.stop.set()
+                context.kill_running()
+                for future in futures:
+                    future.cancel()
+                raise
+    finally:
+        release_slots(slots)
+        report_problems(remove_tree(work) + remove_tree(private), what="regrade clean-up")
+
+
+#: Prefixes of a regrade's folders: its slots' temp folders (in the temp folder, where the
+#: sandbox users reach their boxes) and its jobs' private folders (in OUT, root's alone).
+WORK_PREFIX = "serving-regrade-"
+PRIVATE_PREFIX = ".regrade-jobs-"
+
+
+def _work_folders(out: Path) -> tuple[Path, Path]:
+    """This regrade's work folder (temp folder, 0711: sandbox users may enter their boxes
+    but list nothing) and private folder (``OUT/.regrade-jobs-PID-*``, 0700: staged
+    submissions, results and logs, out of reach and out of the space sandbox users can
+    fill). Folders of earlier regrades that were killed (their pid is gone) are removed."""
+    temp = Path(tempfile.gettempdir())
+    for parent, prefix in ((temp, WORK_PREFIX), (out, PRIVATE_PREFIX)):
+        with contextlib.suppress(OSError):
+            for entry in parent.iterdir():
+                pid, dash, _ = entry.name.removeprefix(prefix).partition("-")
+                if entry.name.startswith(prefix) and dash and pid.isdigit() \
+                        and not process_alive(int(pid)) and entry.lstat().st_uid == os.geteuid():
+                    report_problems(remove_tree(entry), what="removing an abandoned regrade")
+    work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+    work.chmod(0o711)
+    out.mkdir(parents=True, exist_ok=True)
+    private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=out))
+    return work, private
+
+
+def _follow(futures: dict[concurrent.futures.Future[JobRecord | None], ClassSubmission],
+            progress: Progress) -> None:
+    waiting = set(futures)
+    while waiting:
+        done, waiting = concurrent.futures.wait(
+            waiting, timeout=1.0, return_when=concurrent.futures.FIRST_COMPLETED)
+        for future in done:
+            try:
+                record = future.result()
+            except Exception as error:  # a bug or a full disk: report it, go on with the rest
+                sys.stderr.write(f"\ngraders: error: regrading {futures[future].id} failed: "
+                                 f"{type(error).__name__}: {error}\n")
+                record = None
+            progress.advance(failed=record is None or record.status != "graded")
+        progress.show()
+
+
+def _graded(submission: ClassSubmission, context: JobContext) -> GradedSubmission:
+    folder = context.folder(submission)
+    record, results = read_record(folder), read_valid_results(folder / RESULTS_NAME)
+    if record is None or results is None:
+        return GradedSubmission(submission.id, submission.submitters, "missing",
+                                "no results: its grading did not finish", {})
+    return GradedSubmission(submission.id, submission.submitters or record.submitters,
+                            record.status, record.reason, results)
+
+
+def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: bool
+                  ) -> list[Path]:
+    """Write grades.csv, report.json, histogram.png and report.md; return their paths."""
+    written = [out / "grades.csv", out / "report.json"]
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(grade_table(entries))
+    _write_text(written[0], buffer.getvalue())
+    report = class_report(entries)
+    write_json_atomically(written[1], report)
+    picture = None
+    if histogram:
+        from graders.regrade.histogram import write_histogram
+
+        picture = out / "histogram.png"
+        write_histogram(picture, report["histogram"]["edges"], report["histogram"]["counts"],
+                        title=f"Scores of {report['graded']} graded submissions")
+        written.append(picture)
+    written.append(out / "report.md")
+    _write_text(written[-1], markdown(report, histogram_file=picture.name if picture else None))
+    return written
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+        stream.write(text)
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)
+
+
+def _summary(entries: Sequence[GradedSubmission], regraded: int, elapsed_s: float,
+             written: Sequence[Path]) -> None:
+    failed = [entry for entry in entries if not entry.graded]
+    lines = [f"{len(entries)} submissions: {regraded} processed now, "
+             f"{len(entries) - regraded} up to date, {len(failed)} not graded "
+             f"({elapsed_s:.1f} s)"]
+    lines += [f"  not graded: {entry.id} ({entry.status}): {entry.reason}"
+              for entry in failed[:10]]
+    if len(failed) > 10:
+        lines.append(f"  ... and {len(failed) - 10} more (see report.md)")
+    lines.append("wrote " + ", ".join(str(path) for path in written))
+    sys.stdout.write("\n".join(lines) + "\n")

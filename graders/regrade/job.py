@@ -1,0 +1,215 @@
+"""One submission of a regrade: ``graders grade`` in a subprocess, bounded by a wall clock.
+
+The subprocess is the same trusted, isolated grading as a single ``graders grade``: it
+grades a private copy of the submission's ``serving.py`` from the slot's private folder,
+with the slot's sandbox user (the regrade holds its lock and passes it down, so the child
+neither claims another user nor waits for this one), in a session of its own. Past the
+timeout its process group is killed, the slot is cleaned, and fallback results say why.
+Student code never runs in the regrade process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import graders
+from graders.errors import SubmissionError
+from graders.regrade.roster import ClassSubmission, submission_file
+from graders.regrade.slots import Slot
+from graders.regrade.state import RESULTS_NAME, JobRecord, sha256, write_record
+from graders.results.reports import (
+    fallback_results,
+    read_valid_results,
+    write_json_atomically,
+    write_results,
+)
+from graders.sandbox.privileges import LOCK_VARIABLE
+from graders.sandbox.submission import SUBMISSION_NAME, read_submission
+
+LOG_NAME = "grade.log"
+#: The end of the grading log kept beside each submission's results.
+LOG_TAIL_BYTES = 64 * 1024
+
+
+@dataclass
+class JobContext:
+    """What every job of one regrade shares."""
+
+    out: Path
+    grader_sha256: str
+    timeout_s: float
+    grade_options: list[str] = field(default_factory=list)
+    #: Set on interrupt: jobs not started yet are not started, running ones are killed.
+    stop: threading.Event = field(default_factory=threading.Event)
+    _running: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def folder(self, submission: ClassSubmission) -> Path:
+        return self.out / "submissions" / submission.id
+
+    def register(self, process: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._running[process.pid] = process
+        if self.stop.is_set():  # interrupted while it started
+            self.kill_running()
+
+    def unregister(self, process: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._running.pop(process.pid, None)
+
+    def kill_running(self) -> None:
+        """Kill the process group of every grading in progress."""
+        with self._lock:
+            for process in self._running.values():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+
+
+def grade_command(staged: Path, results: Path, slot: Slot, options: list[str]) -> list[str]:
+    """The ``graders grade`` command line of one job."""
+    # -P: the slot's folder (the working folder) is not put on sys.path
+    command = [sys.executable, "-P", "-m", "graders", "grade", str(staged),
+               "--results", str(results), "-q", *options]
+    if slot.user is not None:
+        command += ["--sandbox-user", slot.user.name]
+    return command
+
+
+def child_environment(slot: Slot) -> dict[str, str]:
+    """This environment, with the slot's TMPDIR, no pytest settings, this grader first on
+    the path (so the subprocess grades with exactly the code that planned the job), and,
+    as root, the slot user's lock handed down (see :func:`passed_fds`)."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith("PYTEST_") and key != LOCK_VARIABLE}
+    environment["TMPDIR"] = str(slot.temp)
+    if slot.user is not None and slot.user.claim is not None:
+        environment.update(slot.user.claim.inheritance())
+    source = str(Path(graders.__file__).resolve().parent.parent)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [source, *filter(None, environment.get("PYTHONPATH", "").split(os.pathsep))])
+    return environment
+
+
+def passed_fds(slot: Slot) -> tuple[int, ...]:
+    """The descriptors the child inherits: the lock on the slot's sandbox user, if any."""
+    claim = slot.user.claim if slot.user is not None else None
+    return (claim.fd,) if claim is not None and claim.fd is not None else ()
+
+
+def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> JobRecord | None:
+    """Grade ``submission`` in ``slot`` and store its results and record; None when the
+    regrade was interrupted before the job finished."""
+    if context.stop.is_set():
+        return None
+    folder = context.folder(submission)
+    started = time.monotonic()
+    try:
+        source = submission_file(submission)
+        data = read_submission(source)
+    except SubmissionError as error:
+        reason = str(error).replace(str(submission.path.parent) + os.sep, "")
+        return _store(context, submission, folder, "rejected", reason, "", started, None,
+                      fallback_results([], f"the submission was not graded: {reason}"))
+    slot.clean()
+    private = slot.private  # root's alone, in OUT: no sandbox user reads or fills these
+    staged = private / "submission" / SUBMISSION_NAME
+    staged.parent.mkdir()
+    staged.write_bytes(data)
+    results = private / RESULTS_NAME
+    log = private / LOG_NAME
+    code, timed_out = _run(grade_command(staged, results, slot, context.grade_options),
+                           slot, log, context)
+    if context.stop.is_set():
+        slot.clean()
+        return None
+    document = read_valid_results(results)
+    status, reason = _outcome(code, timed_out, document, log, context.timeout_s)
+    if document is None or timed_out:
+        document = fallback_results([], reason)
+    _keep_log_tail(log, folder / LOG_NAME)
+    slot.clean()
+    return _store(context, submission, folder, status, reason, sha256(data), started, code,
+                  document, source=source)
+
+
+def _run(command: list[str], slot: Slot, log: Path, context: JobContext
+         ) -> tuple[int | None, bool]:
+    """Run ``command`` in a new session; (exit code, whether the timeout killed it)."""
+    with log.open("wb") as stream:
+        process = subprocess.Popen(command, cwd=slot.folder, env=child_environment(slot),
+                                   stdin=subprocess.DEVNULL, stdout=stream,
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   pass_fds=passed_fds(slot))
+        context.register(process)
+        try:
+            return process.wait(timeout=context.timeout_s), False
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return None, True
+        finally:
+            context.unregister(process)
+            slot.stop_processes()
+
+
+def _outcome(code: int | None, timed_out: bool, document: dict[str, Any] | None, log: Path,
+             timeout_s: float) -> tuple[str, str]:
+    """(status, reason) of a finished job."""
+    if timed_out:
+        return "timed_out", f"grading took longer than {timeout_s:g} s and was stopped"
+    if code == 0 and document is not None:
+        return "graded", ""
+    extra = document.get("extra_data") if document else None
+    if isinstance(extra, dict) and extra.get("grader_error"):
+        return "grader_failed", str(extra["grader_error"])
+    last = _last_line(log)
+    return "grader_failed", f"graders grade exited with code {code}" + \
+        (f": {last}" if last else "")
+
+
+def _last_line(log: Path) -> str:
+    try:
+        with log.open("rb") as stream:
+            stream.seek(max(0, log.stat().st_size - 4096))
+            lines = stream.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def _keep_log_tail(log: Path, destination: Path) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with log.open("rb") as stream:
+            stream.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))
+            destination.write_bytes(stream.read())
+    except OSError:
+        pass
+
+
+def _store(context: JobContext, submission: ClassSubmission, folder: Path, status: str,
+           reason: str, digest: str, started: float, code: int | None,
+           document: dict[str, Any], *, source: Path | None = None) -> JobRecord:
+    """Write results.json, then meta.json (which marks the job done)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if status == "graded":
+        write_json_atomically(folder / RESULTS_NAME, document)
+    else:
+        write_results(folder / RESULTS_NAME, document)
+    record = JobRecord(
+        submission=submission.id, status=status, reason=reason, submission_sha256=digest,
+        grader_sha256=context.grader_sha256,
+        source=str(source or submission.path), elapsed_s=round(time.monotonic() - started, 3),
+        exit_code=code, submitters=submission.submitters)
+    write_record(folder, record)
+    return record

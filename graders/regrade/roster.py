@@ -1,0 +1,116 @@
+"""The submissions of a class: a Gradescope export, a folder of folders, or of ``*.py`` files.
+
+A Gradescope "export submissions" folder holds one folder per submission (for example
+``submission_123456``) and ``submission_metadata.yml``, which maps each folder to its
+submitters. That file is read with PyYAML's ``safe_load``; when it cannot be read, the
+folder names are the only ids and a warning says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from graders.errors import SubmissionError
+from graders.sandbox.submission import SKIPPED_FOLDERS, locate_submission
+
+METADATA_NAME = "submission_metadata.yml"
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """One person behind a submission, as Gradescope lists them."""
+
+    name: str = ""
+    sid: str = ""
+    email: str = ""
+
+
+@dataclass(frozen=True)
+class ClassSubmission:
+    """One submission of the class: its id, where it is, and who made it."""
+
+    id: str
+    path: Path
+    submitters: tuple[Submitter, ...] = ()
+
+
+def discover(root: Path, *, exclude: Path | None = None
+             ) -> tuple[list[ClassSubmission], list[str]]:
+    """The submissions below ``root`` sorted by id, and warnings about what was skipped.
+
+    Each folder is a submission, and so is each ``*.py`` file; hidden entries,
+    ``__MACOSX`` and ``exclude`` (the output folder, if it lies inside) are skipped.
+    """
+    if not root.is_dir():
+        raise SubmissionError(f"submissions folder {str(root)!r} is not a folder")
+    warnings: list[str] = []
+    people: dict[str, tuple[Submitter, ...]] = {}
+    metadata = root / METADATA_NAME
+    if metadata.is_file():
+        try:
+            people = parse_submission_metadata(metadata.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            warnings.append(f"{METADATA_NAME} cannot be read ({error}); folder names are "
+                            "the submission ids")
+    excluded = exclude.resolve() if exclude is not None else None
+    found: dict[str, ClassSubmission] = {}
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS \
+                or entry.resolve() == excluded:
+            continue
+        if entry.suffix == ".py" and not entry.is_dir():
+            ident = entry.stem
+        elif entry.is_dir() or entry.is_symlink():  # a link is listed, and refused when read
+            ident = entry.name
+        else:
+            continue
+        if ident in found:
+            raise SubmissionError(f"two submissions have the id {ident!r}: "
+                                  f"{found[ident].path.name} and {entry.name}; rename one")
+        found[ident] = ClassSubmission(ident, entry, people.get(entry.name, ()))
+    missing = sorted(set(people) - {s.path.name for s in found.values()})
+    if missing:
+        warnings.append(f"{METADATA_NAME} lists {len(missing)} folder(s) that do not exist: "
+                        + ", ".join(missing[:5]))
+    return sorted(found.values(), key=lambda s: s.id), warnings
+
+
+def submission_file(submission: ClassSubmission) -> Path:
+    """The ``serving.py`` of a submission (see
+    :func:`graders.sandbox.submission.locate_submission`)."""
+    return locate_submission(submission.path)
+
+
+def parse_submission_metadata(text: str) -> dict[str, tuple[Submitter, ...]]:
+    """Map each folder of Gradescope's ``submission_metadata.yml`` to its submitters.
+
+    The file is YAML (read with PyYAML's ``safe_load``) whose keys are Ruby symbols
+    (``:submitters:``, ``:name:``): each top-level folder key holds a ``:submitters:`` list
+    of ``:name:``, ``:sid:`` and ``:email:`` entries; every other key is ignored. Raises
+    ValueError when the file is not YAML or names no folder.
+    """
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ValueError(f"it is not YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(document, dict) or not document:
+        raise ValueError("no submission folders found in it")
+    folders: dict[str, tuple[Submitter, ...]] = {}
+    for folder, entry in document.items():
+        submitters = _field(entry, "submitters")
+        people = submitters if isinstance(submitters, list) else []
+        folders[str(folder)] = tuple(
+            Submitter(**{key: str(value) for key in ("name", "sid", "email")
+                         if (value := _field(person, key)) not in (None, "")})
+            for person in people if isinstance(person, dict))
+    return folders
+
+
+def _field(mapping: object, key: str) -> object:
+    """``mapping[":key"]`` (Gradescope writes Ruby symbols) or ``mapping["key"]``."""
+    if not isinstance(mapping, dict):
+        return None
+    return mapping.get(f":{key}", mapping.get(key))

@@ -1,0 +1,262 @@
+"""Score reports built by pure functions: Gradescope ``results.json`` and the terminal table."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from graders.escaping import GRADESCOPE_FORMATS, escape_controls, for_gradescope, has_controls
+from graders.grading.scoring import TestScore, rounded, total
+from graders.results.files import Reservation
+from graders.results.files import write_text_atomically as write_text_atomically
+
+SCHEMA_VERSION = 1
+#: Gradescope's ``output_format`` of every output and name the grader writes. "text" shows
+#: the text as it is, in a <pre> block, and renders no HTML, Markdown or ANSI: the feedback
+#: keeps its layout (aligned fields, indented hints), and no link, image, script or colour
+#: in a student's exception message can render, whatever it holds. Only control characters
+#: need escaping (:func:`graders.escaping.for_gradescope`). Without it the top-level
+#: output would be "simple_format", which renders HTML.
+OUTPUT_FORMAT = "text"
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every string in it (keys too) free of control characters."""
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, Mapping):
+        return {escape_controls(str(key)): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
+                       output: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A results.json document in Gradescope's format, score clamped to [0, max]; every
+    text escaped for :data:`OUTPUT_FORMAT`, which each output and name declares."""
+    earned, maximum = total(scores)
+    earned = min(max(earned, Fraction(0)), maximum)
+    tests = []
+    for number, score in enumerate(scores, start=1):
+        tests.append({
+            "name": for_gradescope(score.name, OUTPUT_FORMAT),
+            "name_format": OUTPUT_FORMAT,
+            "number": str(number),
+            "score": rounded(score.earned),
+            "max_score": rounded(score.max_score),
+            "status": "passed" if score.status == "passed" else "failed",
+            "output": for_gradescope(score.output, OUTPUT_FORMAT),
+            "output_format": OUTPUT_FORMAT,
+            "tags": _plain(score.tags),
+            "visibility": score.visibility,
+            "extra_data": _plain({"nodeid": score.nodeid, "outcome": score.status,
+                                  "passed_cases": score.passed_cases,
+                                  "total_cases": score.total_cases}),
+        })
+    return {
+        "score": rounded(earned),
+        "execution_time": round(execution_time_s, 3),
+        "output": for_gradescope(output, OUTPUT_FORMAT),
+        "output_format": OUTPUT_FORMAT,
+        "test_output_format": OUTPUT_FORMAT,
+        "test_name_format": OUTPUT_FORMAT,
+        "stdout_visibility": "hidden",
+        "extra_data": _plain({"schema_version": SCHEMA_VERSION, "max_score": rounded(maximum),
+                              **(extra or {})}),
+        "tests": tests,
+    }
+
+
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def gradescope_problems(document: Any) -> list[str]:
+    """Every way ``document`` breaks Gradescope's results format (empty when it is valid)."""
+    if not isinstance(document, Mapping):
+        return ["the document is not a JSON object"]
+    problems = []
+
+    def real(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) \
+            and math.isfinite(value)
+
+    if not real(document.get("score")):
+        problems.append("score must be a finite number")
+    problems += _text_problems(document, "", ("output", "output_format"),
+                               ("test_output_format", "test_name_format"))
+    if document.get("stdout_visibility", "hidden") not in VISIBILITIES:
+        problems.append("stdout_visibility must be a Gradescope visibility")
+    if not real(document.get("execution_time", 0)):
+        problems.append("execution_time must be a finite number")
+    tests = document.get("tests")
+    if not isinstance(tests, list):
+        return [*problems, "tests must be a list"]
+    for index, test in enumerate(tests):
+        where = f"tests[{index}]"
+        if not isinstance(test, Mapping):
+            problems.append(f"{where} must be an object")
+            continue
+        for key in ("score", "max_score"):
+            if not real(test.get(key)):
+                problems.append(f"{where}.{key} must be a finite number")
+        if real(test.get("score")) and real(test.get("max_score")) \
+                and not 0 <= test["score"] <= test["max_score"]:
+            problems.append(f"{where}.score must lie in [0, max_score]")
+        if not isinstance(test.get("name"), str):
+            problems.append(f"{where}.name must be a string")
+        problems += _text_problems(test, f"{where}.", ("output", "output_format"),
+                                   ("name_format",))
+        if isinstance(test.get("name"), str) and has_controls(test["name"]):
+            problems.append(f"{where}.name holds unescaped control characters")
+        if test.get("status") not in ("passed", "failed"):
+            problems.append(f"{where}.status must be passed or failed")
+        if test.get("visibility", "visible") not in VISIBILITIES:
+            problems.append(f"{where}.visibility must be a Gradescope visibility")
+        tags = test.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+            problems.append(f"{where}.tags must be a list of strings")
+    maximum = sum(t.get("max_score", 0) for t in tests if isinstance(t, Mapping)
+                  and real(t.get("max_score")))
+    if real(document.get("score")) and not 0 <= document["score"] <= maximum + 1e-6:
+        problems.append("score must lie in [0, the sum of max_score]")
+    return problems
+
+
+def _text_problems(holder: Mapping[str, Any], where: str, output: tuple[str, str],
+                   formats: tuple[str, ...]) -> list[str]:
+    """Problems of an output and its format (and other format keys): the output is a string
+    with no control character, and every format one of Gradescope's."""
+    problems = []
+    key, format_key = output
+    text = holder.get(key, "")
+    if not isinstance(text, str):
+        problems.append(f"{where}{key} must be a string")
+    elif has_controls(text):
+        problems.append(f"{where}{key} holds unescaped control characters")
+    for name in (format_key, *formats):
+        if name in holder and holder[name] not in GRADESCOPE_FORMATS:
+            problems.append(f"{where}{name} must be one of {', '.join(GRADESCOPE_FORMATS)}")
+    return problems
+
+
+def fallback_results(scores: Sequence[TestScore], reason: str) -> dict[str, Any]:
+    """Results for a run the grader could not finish: every known test at 0, and why."""
+    zeroed = [score.with_outcome("error", Fraction(0), "not graded: the grader failed")
+              for score in scores]
+    return gradescope_results(
+        zeroed, execution_time_s=0.0,
+        output=f"Grading did not complete: {reason}. Please contact the course staff.",
+        extra={"grader_error": reason})
+
+
+def unusable_submission_results(reason: str) -> dict[str, Any]:
+    """Results for a submission with no usable ``serving.py``: 0 points, and why."""
+    return gradescope_results(
+        [], execution_time_s=0.0,
+        output=f"Your submission was not graded: {reason}. Submit serving.py (the file "
+               "itself, or a folder holding exactly one) and grading will run.",
+        extra={"submission_error": reason})
+
+
+def validated_results(document: Mapping[str, Any],
+                      scores: Sequence[TestScore] = ()) -> Mapping[str, Any]:
+    """``document`` if it is valid Gradescope output, else the fallback for ``scores``."""
+    problems = gradescope_problems(document)
+    if problems:
+        return fallback_results(scores, "invalid results: " + "; ".join(problems[:3]))
+    return document
+
+
+def write_results(path: Path, document: Mapping[str, Any],
+                  scores: Sequence[TestScore] = ()) -> Mapping[str, Any]:
+    """Validate and write ``document``; an invalid one is replaced by the fallback.
+    Returns the document written."""
+    document = validated_results(document, scores)
+    write_json_atomically(path, document)
+    return document
+
+
+def write_json_atomically(path: Path, document: Mapping[str, Any], *,
+                          reservation: Reservation | None = None) -> None:
+    """Write ``document`` to ``path`` through a temp file the grader creates and a rename
+    (:func:`graders.results.files.write_text_atomically`), into ``reservation``'s space
+    when given; no NaN allowed."""
+    text = json.dumps(document, indent=2, allow_nan=False, sort_keys=False) + "\n"
+    write_text_atomically(path, text, reservation=reservation)
+
+
+def _rows(scores: Sequence[TestScore], key: str) -> list[tuple[str, Fraction, Fraction, int]]:
+    groups: dict[str, list[TestScore]] = defaultdict(list)
+    for score in scores:
+        name = score.function if key == "function" else (score.track or "")
+        if name:
+            groups[name].append(score)
+    rows = []
+    for name, members in groups.items():
+        earned, maximum = total(members)
+        rows.append((name, earned, maximum, len(members)))
+    return rows
+
+
+def partial_run(scores: Sequence[TestScore]) -> str | None:
+    """How a run that left graded tests out stands, or None when every graded test ran.
+
+    Tests that did not run neither count as 0 nor scale the others up: the line gives
+    the points of the tests that ran, out of their own maximum."""
+    ran = [score for score in scores if score.status != "not run"]
+    if len(ran) == len(scores):
+        return None
+    earned, maximum = total(ran)
+    return (f"partial run: {len(ran)} of {len(scores)} graded tests, "
+            f"{rounded(earned):.2f} of their {rounded(maximum):.2f} points; run `pytest` "
+            "with no selection for your score")
+
+
+def score_table(scores: Sequence[TestScore]) -> list[str]:
+    """The terminal table: score by function, then by track, then the total (or, when
+    some graded tests did not run, what the run checked instead of a total)."""
+    partial = partial_run(scores)
+    shown = [score for score in scores if score.status != "not run"]
+    lines: list[str] = []
+    for key, title in (("function", "function"), ("track", "track")):
+        rows = _rows(shown, key)
+        if not rows:
+            continue
+        width = max(len(title), *(len(row[0]) for row in rows))
+        lines.append(f"{title:<{width}}  {'score':>8}  {'max':>8}  tests")
+        for name, earned, maximum, count in rows:
+            lines.append(f"{name:<{width}}  {rounded(earned):>8.2f}  {rounded(maximum):>8.2f}"
+                         f"  {count}")
+        lines.append("")
+    if partial is not None:
+        lines.append(partial)
+        return lines
+    earned, maximum = total(scores)
+    lines.append(f"TOTAL {rounded(earned):.2f} / {rounded(maximum):.2f}")
+    return lines
+
+
+def result_tags(test: Mapping[str, Any]) -> tuple[str, str]:
+    """The function and track ("" when absent) a results.json test is tagged with
+    (see :attr:`TestScore.tags`)."""
+    tags = test.get("tags") or []
+    return (str(tags[0]) if len(tags) > 0 else "", str(tags[1]) if len(tags) > 1 else "")
+
+
+def read_valid_results(path: Path) -> dict[str, Any] | None:
+    """A results.json that is strict JSON and valid Gradescope output, else None."""
+    def reject(constant: str) -> None:
+        raise ValueError(constant)
+
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"), parse_constant=reject)
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) and not gradescope_problems(document) \
+        else None

@@ -1,0 +1,628 @@
+"""Removing what a grading leaves behind, and keeping what gradings reuse in one place.
+
+Everything here is a clean-up: it must never raise, because the grader writes its
+results after it. :func:`remove_tree` removes any tree a submission can make (any depth,
+any name, any mode, symbolic links never followed) and returns the problems it met
+instead of raising. :func:`sweep_user` removes what a sandbox user left anywhere it can
+write: its processes, its files in the shared writable folders, its SysV IPC objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TypeAlias
+
+from graders.sandbox import platforms as platform_support
+
+PathLike: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+
+#: Shared folders any user may write into, swept for what a sandbox user left there
+#: (with the grader's temp folder, when it is one of them: see :func:`shared_folders`).
+SHARED_WRITABLE = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"),
+                   Path("/dev/mqueue"))
+#: How deep :func:`remove_files_of` looks inside world-writable folders of other users.
+SHARED_DEPTH = 4
+#: Problems kept per clean-up; the rest are counted.
+MAX_PROBLEMS = 20
+#: SysV IPC kinds: the file under /proc/sysvipc, and the name of its id column.
+IPC_KINDS = (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid"))
+_IPC_RMID = 0
+_KILL_ROUNDS = 5
+#: Flags that open a folder without following a link (0 where a flag is missing: the
+#: descriptor walk is then not used, see :func:`remove_tree`).
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
+_O_PATH = getattr(os, "O_PATH", 0)
+#: Passes over one folder before giving up on emptying it (entries removed while a folder
+#: is listed may hide others from that listing).
+_PASSES = 3
+_DISPLAY_CHARS = 160
+
+
+# --- problems -------------------------------------------------------------------------------
+
+
+@dataclass
+class Problems:
+    """What a clean-up could not do: the first few, and a count of the rest."""
+
+    kept: list[str] = field(default_factory=list)
+    dropped: int = 0
+
+    def add(self, text: str) -> None:
+        if len(self.kept) < MAX_PROBLEMS:
+            self.kept.append(text)
+        else:
+            self.dropped += 1
+
+    def extend(self, texts: Iterable[str]) -> None:
+        for text in texts:
+            self.add(text)
+
+    def as_list(self) -> list[str]:
+        more = [f"... and {self.dropped} more problems"] if self.dropped else []
+        return self.kept + more
+
+
+def report_problems(problems: Iterable[str], *, what: str = "clean-up",
+                    stream: IO[str] | None = None) -> None:
+    """Write each problem as one warning line (on stderr by default); never raises."""
+    with contextlib.suppress(Exception):
+        target = stream if stream is not None else sys.stderr
+        for problem in problems:
+            target.write(f"graders: warning: {what}: {problem}\n")
+
+
+def _display(path: bytes) -> str:
+    """A path for a message: escaped, and shortened in the middle when long."""
+    text = repr(os.fsdecode(path))[1:-1]
+    if len(text) > _DISPLAY_CHARS:
+        half = _DISPLAY_CHARS // 2
+        depth = path.count(b"/")
+        text = f"{text[:half]}...({depth} levels)...{text[-half:]}"
+    return text
+
+
+def _why(error: BaseException) -> str:
+    return getattr(error, "strerror", None) or f"{type(error).__name__}: {error}"
+
+
+# --- removing a tree ---------------------------------------------------------------------------
+
+
+def remove_tree(path: PathLike) -> list[str]:
+    """Remove ``path`` (a file, a symbolic link or a folder tree); return what could not be
+    removed, one line each. Never raises, never follows a symbolic link, never leaves the
+    file system ``path`` is on.
+
+    Folders are walked with descriptors relative to their parent and an explicit stack,
+    so depth is not limited by the Python stack or by the length of a path. Folders this
+    user owns but cannot list or write (read-only, mode 000) are opened up first. A folder
+    that still cannot be emptied is reported and skipped, and the rest is removed.
+    """
+    problems = Problems()
+    try:
+        raw = os.fsencode(path)
+    except Exception as error:  # a clean-up reports, never raises
+        return [f"{path!r}: {_why(error)}"]
+    if not _descriptor_walk():
+        return _remove_tree_portably(raw)
+    try:
+        raw = os.path.normpath(raw)
+        parent, name = os.path.split(raw)
+        if name in (b"", b".", b".."):
+            return [f"{_display(raw)}: refusing to remove a root or relative folder"]
+        try:
+            parent_fd = os.open(parent or b".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return []
+        try:
+            _remove_at(parent_fd, name, raw, problems)
+        finally:
+            os.close(parent_fd)
+    except Exception as error:  # a bug must not cost a grading its results
+        problems.add(f"{_display(raw)}: {_why(error)}")
+    return problems.as_list()
+
+
+def _descriptor_walk() -> bool:
+    """Whether this system removes trees through folder descriptors (not Windows)."""
+    return (os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd
+            and hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW"))
+
+
+def _remove_tree_portably(raw: bytes) -> list[str]:
+    """:func:`remove_tree` where folders cannot be opened (Windows): ``shutil.rmtree``,
+    making read-only entries writable first (it does not follow links or junctions)."""
+    problems = Problems()
+
+    def retry(function: Callable[..., object], name: str | bytes, _: object) -> None:
+        try:
+            os.chmod(name, stat.S_IWRITE | stat.S_IREAD | stat.S_IEXEC)
+            function(name)
+        except OSError as error:
+            problems.add(f"{_display(os.fsencode(name))}: {_why(error)}")
+
+    try:
+        if os.path.isdir(raw) and not os.path.islink(raw):
+            shutil.rmtree(raw, onerror=retry)
+        elif os.path.lexists(raw):
+            retry(os.unlink, raw, None)
+    except Exception as error:  # a clean-up reports, never raises
+        problems.add(f"{_display(raw)}: {_why(error)}")
+    return problems.as_list()
+
+
+Shown: TypeAlias = Callable[[], bytes]
+"""The path of an entry, built only when a message needs it (deep paths are long)."""
+
+
+def _remove_at(parent_fd: int, name: bytes, shown: bytes, problems: Problems) -> bool:
+    """Remove the entry ``name`` of the open folder ``parent_fd``; whether it is gone."""
+    try:
+        info = os.lstat(name, dir_fd=parent_fd)
+    except FileNotFoundError:
+        return True
+    except OSError as error:
+        problems.add(f"{_display(shown)}: {_why(error)}")
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        return _unlink(parent_fd, name, lambda: shown, problems)
+    return _remove_folder(parent_fd, name, shown, info.st_dev, problems)
+
+
+def _unlink(folder_fd: int, name: bytes, shown: Shown, problems: Problems) -> bool:
+    """Unlink the non-folder ``name`` of ``folder_fd`` (opening up the folder once)."""
+    return _remove_entry(os.unlink, folder_fd, name, shown, problems)
+
+
+def _rmdir(parent_fd: int, name: bytes, shown: Shown, problems: Problems) -> bool:
+    """Remove the emptied folder ``name`` of ``parent_fd``; whether it is gone."""
+    return _remove_entry(os.rmdir, parent_fd, name, shown, problems)
+
+
+def _remove_entry(remove: Callable[..., None], folder_fd: int, name: bytes, shown: Shown,
+                  problems: Problems) -> bool:
+    """``remove(name, dir_fd=folder_fd)``, opening the folder up once if that is refused;
+    whether the entry is gone (a problem is recorded when it is not)."""
+    for attempt in range(2):
+        try:
+            remove(name, dir_fd=folder_fd)
+            return True
+        except FileNotFoundError:
+            return True
+        except PermissionError as error:
+            if attempt == 0 and _open_up(folder_fd):
+                continue
+            problems.add(f"{_display(shown())}: {_why(error)}")
+        except OSError as error:
+            problems.add(f"{_display(shown())}: {_why(error)}")
+        return False
+    return False
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _open_up(fd: int) -> bool:
+    """Give this user full rights on the folder ``fd`` if it owns it and lacks some;
+    whether the mode changed."""
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) & 0o700 == 0o700:
+            return False
+        os.fchmod(fd, stat.S_IMODE(info.st_mode) | 0o700)
+        return True
+    except OSError:
+        return False
+
+
+def _open_folder(parent_fd: int, name: bytes) -> int:
+    """Open the folder ``name`` of ``parent_fd`` without following a link; if this user
+    owns it but may not read it, give it full rights first. Raises OSError."""
+    try:
+        return os.open(name, _DIRECTORY, dir_fd=parent_fd)
+    except PermissionError:
+        if not _O_PATH:
+            raise
+    handle = os.open(name, _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=parent_fd)
+    try:  # a folder for sure (O_NOFOLLOW | O_DIRECTORY): change it through its handle
+        info = os.fstat(handle)
+        if info.st_uid != os.geteuid():
+            raise PermissionError(13, "Permission denied (owned by another user)")
+        os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(info.st_mode) | 0o700)
+    finally:
+        os.close(handle)
+    return os.open(name, _DIRECTORY, dir_fd=parent_fd)
+
+
+@dataclass
+class _Level:
+    """One folder on the way down: its name in its parent and its identity."""
+
+    name: bytes
+    device: int
+    inode: int
+    #: Subfolders still to remove.
+    pending: list[bytes] = field(default_factory=list)
+    #: Listings so far, and whether the last one saw any entry (then the folder is listed
+    #: again once its subfolders are gone, to be sure it is empty).
+    passes: int = 0
+    dirty: bool = True
+    #: Something below could not be removed: this folder cannot be either.
+    stuck: bool = False
+
+
+def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
+                   problems: Problems) -> bool:
+    """Remove a folder tree iteratively, holding at most two descriptors at a time: the
+    way back up is ``..``, checked against the identity recorded on the way down."""
+    try:
+        fd = _open_folder(parent_fd, name)
+    except OSError as error:
+        problems.add(f"{_display(shown)}: cannot open: {_why(error)}")
+        return False
+    info = os.fstat(fd)
+    stack = [_Level(name, info.st_dev, info.st_ino)]
+
+    def path(*tail: bytes) -> Shown:  # built lazily: only a problem needs it
+        depth = len(stack)
+        return lambda: b"/".join([shown, *(level.name for level in stack[1:depth]), *tail])
+
+    current: int | None = fd
+    try:
+        while stack:
+            level = stack[-1]
+            assert current is not None
+            if not level.pending and level.dirty and not level.stuck \
+                    and level.passes < _PASSES:
+                _list_folder(current, path(), level, problems)
+            if level.pending:
+                child = level.pending.pop()
+                entered = _enter(current, child, path(child), device, problems)
+                if entered is False:
+                    level.stuck = True
+                if isinstance(entered, bool):
+                    continue
+                os.close(current)
+                current, child_info = entered
+                stack.append(_Level(child, child_info.st_dev, child_info.st_ino))
+                continue
+            stack.pop()
+            where = path(level.name) if stack else (lambda: shown)
+            if not stack:
+                os.close(current)
+                current = None
+                return not level.stuck and _rmdir(parent_fd, level.name, where, problems)
+            parent = stack[-1]  # back up: ".." must still be the folder we came from
+            up = _parent_of(current)
+            os.close(current)
+            current = up
+            if current is None or _identity(current) != (parent.device, parent.inode):
+                problems.add(f"{_display(where())}: the tree moved while it was removed; "
+                             "gave up")
+                return False
+            if level.stuck or not _rmdir(current, level.name, where, problems):
+                parent.stuck = True
+        return False
+    finally:
+        if current is not None:
+            os.close(current)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _list_folder(fd: int, shown: Shown, level: _Level, problems: Problems) -> None:
+    """Remove every entry of the folder ``fd`` that is not a folder; queue its folders."""
+    level.passes += 1
+    level.dirty = False
+    if stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
+        _open_up(fd)
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)  # list from the start, also on a second pass
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                level.dirty = True
+                name = os.fsencode(entry.name)
+                try:
+                    is_folder = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_folder = False
+                if is_folder:
+                    level.pending.append(name)
+                elif not _unlink_or_queue(fd, name, shown, level, problems):
+                    level.stuck = True
+    except OSError as error:
+        problems.add(f"{_display(shown())}: cannot list: {_why(error)}")
+        level.stuck = True
+
+
+def _unlink_or_queue(fd: int, name: bytes, shown: Shown, level: _Level,
+                     problems: Problems) -> bool:
+    """Unlink a file entry; one that turned out to be a folder is queued instead."""
+    try:
+        os.unlink(name, dir_fd=fd)
+        return True
+    except FileNotFoundError:
+        return True
+    except IsADirectoryError:
+        level.pending.append(name)
+        return True
+    except OSError:
+        return _unlink(fd, name, lambda: shown() + b"/" + name, problems)
+
+
+def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
+           ) -> tuple[int, os.stat_result] | bool:
+    """Open the subfolder ``name`` to empty it: its descriptor and identity, or True when
+    there is nothing to empty (gone, or a file now: unlinked), False when it is stuck."""
+    try:
+        child = _open_folder(fd, name)
+    except FileNotFoundError:
+        return True
+    except NotADirectoryError:  # replaced by a file or a link: unlink that
+        return _unlink(fd, name, shown, problems)
+    except OSError as error:
+        problems.add(f"{_display(shown())}: cannot open: {_why(error)}")
+        return False
+    info = os.fstat(child)
+    if info.st_dev != device:
+        os.close(child)
+        problems.add(f"{_display(shown())}: another file system is mounted there; "
+                     "left alone")
+        return False
+    return child, info
+
+
+def _parent_of(fd: int) -> int | None:
+    """Open ``..`` of the folder ``fd``, or None."""
+    try:
+        return os.open(b"..", _DIRECTORY, dir_fd=fd)
+    except OSError:
+        return None
+
+
+# --- what a sandbox user leaves ---------------------------------------------------------------
+
+
+def shared_folders() -> list[Path]:
+    """The world-writable folders swept after a grading: :data:`SHARED_WRITABLE` and the
+    temp folder, when it is world-writable too."""
+    folders = [folder for folder in SHARED_WRITABLE if folder.is_dir()]
+    with contextlib.suppress(OSError):
+        temp = Path(tempfile.gettempdir())
+        if temp.stat().st_mode & stat.S_IWOTH and temp.resolve() not in \
+                {folder.resolve() for folder in folders}:
+            folders.append(temp)
+    return folders
+
+
+def remove_files_of(uid: int, folders: Iterable[Path] | None = None) -> list[str]:
+    """Remove every entry ``uid`` owns in the shared writable ``folders`` (default:
+    :func:`shared_folders`), looking into other users' world-writable folders there down
+    to :data:`SHARED_DEPTH` levels. Returns the problems; never raises."""
+    problems = Problems()
+    for folder in folders if folders is not None else shared_folders():
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            _remove_owned(fd, os.fsencode(folder), uid, SHARED_DEPTH, problems)
+        except Exception as error:  # a clean-up reports, never raises
+            problems.add(f"{folder}: {_why(error)}")
+        finally:
+            os.close(fd)
+    return problems.as_list()
+
+
+def _remove_owned(fd: int, path: bytes, uid: int, depth: int, problems: Problems) -> None:
+    try:
+        names = [os.fsencode(name) for name in os.listdir(fd)]
+    except OSError:
+        return
+    for name in names:
+        try:
+            info = os.lstat(name, dir_fd=fd)
+        except OSError:
+            continue
+        if info.st_uid == uid:
+            _remove_at(fd, name, path + b"/" + name, problems)
+        elif depth > 1 and stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
+            try:
+                inner = os.open(name, _DIRECTORY, dir_fd=fd)
+            except OSError:
+                continue
+            try:
+                if os.fstat(inner).st_dev == os.fstat(fd).st_dev:
+                    _remove_owned(inner, path + b"/" + name, uid, depth - 1, problems)
+            finally:
+                os.close(inner)
+
+
+def ipc_objects_of(uid: int, proc: Path = Path("/proc/sysvipc")) -> list[tuple[str, int]]:
+    """The SysV IPC objects (kind, id) that ``uid`` owns or created, from /proc/sysvipc."""
+    found: list[tuple[str, int]] = []
+    for kind, id_column in IPC_KINDS:
+        try:
+            lines = (proc / kind).read_text(encoding="ascii", errors="replace").splitlines()
+        except OSError:
+            continue
+        if not lines:
+            continue
+        header = lines[0].split()
+        try:
+            ident, owner, creator = (header.index(id_column), header.index("uid"),
+                                     header.index("cuid"))
+        except ValueError:
+            continue
+        for line in lines[1:]:
+            fields = line.split()
+            with contextlib.suppress(IndexError, ValueError):
+                if uid in (int(fields[owner]), int(fields[creator])):
+                    found.append((kind, int(fields[ident])))
+    return found
+
+
+def remove_ipc_of(uid: int) -> list[str]:
+    """Remove the SysV shared memory segments, message queues and semaphore sets that
+    ``uid`` owns or created (IPC_RMID). Returns the problems; never raises."""
+    problems = Problems()
+    try:
+        objects = ipc_objects_of(uid)
+        if not objects:
+            return []
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        remove: dict[str, Callable[[int], int]] = {
+            "shm": lambda ident: int(libc.shmctl(ident, _IPC_RMID, None)),
+            "msg": lambda ident: int(libc.msgctl(ident, _IPC_RMID, None)),
+            "sem": lambda ident: int(libc.semctl(ident, 0, _IPC_RMID)),
+        }
+        for kind, ident in objects:
+            if remove[kind](ident) != 0:
+                error = ctypes.get_errno()
+                if error not in (errno.EINVAL, errno.EIDRM):  # already gone
+                    problems.add(f"SysV {kind} {ident} of uid {uid}: {os.strerror(error)}")
+    except Exception as error:  # a clean-up reports, never raises
+        problems.add(f"SysV IPC of uid {uid}: {_why(error)}")
+    return problems.as_list()
+
+
+def _processes() -> list[int]:
+    try:
+        names = os.listdir(platform_support.PROC)
+    except OSError:
+        return []
+    return [int(name) for name in names if name.isdigit() and int(name) != os.getpid()]
+
+
+def _kill_until_gone(match: Callable[[int], bool]) -> list[int]:
+    """SIGKILL every process ``match(pid)`` selects, in rounds, until none is left."""
+    killed: list[int] = []
+    for _ in range(_KILL_ROUNDS):
+        found = [pid for pid in _processes() if match(pid)]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        time.sleep(0.05)
+    return sorted(set(killed))
+
+
+def kill_user(uid: int) -> list[int]:
+    """SIGKILL every live process whose real, effective, saved or file-system uid is
+    ``uid``; return their pids."""
+    def owned(pid: int) -> bool:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        lines = {line.partition(":")[0]: line.partition(":")[2].split()
+                 for line in status.splitlines()}
+        if lines.get("State", [""])[0] in ("Z", "X"):  # dead, waiting to be reaped
+            return False
+        return str(uid) in lines.get("Uid", [])
+
+    return _kill_until_gone(owned)
+
+
+def kill_marked(marker: str) -> list[int]:
+    """SIGKILL every process whose working folder or environment contains ``marker``."""
+    needle = marker.encode()
+
+    def marked(pid: int) -> bool:
+        with contextlib.suppress(OSError):
+            if needle in (os.readlink(f"/proc/{pid}/cwd") + "/").encode():
+                return True
+        try:
+            return needle in Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return False
+
+    return _kill_until_gone(marked)
+
+
+def sweep_user(uid: int) -> list[str]:
+    """Remove what the sandbox user ``uid`` left anywhere: kill its processes, remove its
+    entries in the shared writable folders and its SysV IPC objects. Only for a uid held
+    exclusively: everything it owns goes. Returns the problems; never raises."""
+    if uid == 0:
+        return ["refusing to sweep uid 0"]
+    problems = Problems()
+    try:
+        kill_user(uid)
+    except Exception as error:  # a clean-up reports, never raises
+        problems.add(f"killing the processes of uid {uid}: {_why(error)}")
+    problems.extend(remove_files_of(uid))
+    problems.extend(remove_ipc_of(uid))
+    return problems.as_list()
+
+
+# --- where reused things live ---------------------------------------------------------------
+
+
+def cache_folder() -> Path | None:
+    """The one folder where the grader keeps what it reuses between gradings (the worker
+    runtime, the interpreter copy), whatever TMPDIR is: ``/var/cache/serving-grader`` as
+    root, else ``$XDG_CACHE_HOME/serving-grader`` (``~/.cache/serving-grader``).
+
+    It is created if missing, and used only if it is a real folder owned by this user that
+    no one else may write, and (as root) one that other users can enter, since the sandbox
+    user runs from it. None when there is no such folder: callers then build private copies
+    and remove them after the run.
+    """
+    uid = platform_support.effective_uid()
+    if uid == 0:
+        folder = Path("/var/cache/serving-grader")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        if not os.path.isabs(base):
+            return None
+        folder = Path(base) / "serving-grader"
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o755)
+        info = folder.lstat()
+        if not stat.S_ISDIR(info.st_mode) or not platform_support.owned_by_me(info.st_uid):
+            return None
+        if uid is not None and stat.S_IMODE(info.st_mode) != 0o755:
+            folder.chmod(0o755)
+        if uid == 0 and not _enterable_by_others(folder):
+            return None
+    except OSError:
+        return None
+    return folder
+
+
+def _enterable_by_others(folder: Path) -> bool:
+    return all(path.stat().st_mode & stat.S_IXOTH for path in [folder, *folder.parents])

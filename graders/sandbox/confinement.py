@@ -1,0 +1,215 @@
+"""Namespaces for the student worker: no network, bounded temporary space, private IPC.
+
+When the grader runs as root and the kernel allows it, the runner starts each worker
+through :mod:`graders.sandbox.launcher`, run as root with ``-I -S -B``. In new mount,
+network and IPC namespaces it covers the worker's writable places with one small tmpfs,
+drops to the sandbox user and execs the worker. So the worker:
+
+- reaches no network address (its only interface, loopback, is down) and nothing it
+  listens on can be reached;
+- can write at most ``TEMP_SPACE_BYTES`` and ``TEMP_SPACE_INODES`` in total, in its box,
+  /tmp, /var/tmp, /dev/shm, /run/lock and /dev/mqueue together (one tmpfs; writing past
+  it fails with ENOSPC), and everything it writes there disappears with it; nothing else
+  on the machine is writable to it;
+- creates SysV or POSIX IPC objects only in its own IPC namespace, which dies with it
+  and holds at most 64 of each kind and 64 MiB of shared memory in total
+  (``confinement_launcher.IPC_LIMITS``).
+
+A launcher, rather than a ``preexec_fn``: subprocess runs ``preexec_fn`` after its own
+privilege drop (too late to mount) and it is unsafe in a grader with threads; a separate
+program that ends in ``execve`` keeps the worker's command, pid, process group, stdin,
+stdout and stderr exactly as the runner set them, and the worker starts as a fresh
+interpreter, as before. The cost is one more interpreter start per worker start (tens of
+milliseconds; the namespaces and mounts themselves take about 2 ms).
+
+Where namespaces are unavailable (not root, not Linux, or unshare or mount refused, as
+in a container without CAP_SYS_ADMIN), the runner starts the worker as before, and
+:class:`Protections` says which protections are active. Whether they are available is
+probed once per process, by running the launcher with ``--probe``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from graders.sandbox import platforms as platform_support
+from graders.sandbox.cleanup import remove_tree, report_problems
+from graders.sandbox.privileges import SandboxUser, WorkerPython
+from graders.sandbox.submission import SUBMISSION_NAME
+
+LAUNCHER = Path(__file__).with_name("launcher.py")
+#: The size of the one tmpfs that holds all of a confined worker's writable space: its
+#: box (with the copy of serving.py), /tmp, /var/tmp, /dev/shm and /run/lock together.
+TEMP_SPACE_BYTES = 64 * 1024**2
+#: Its inodes (files, folders and links), about ten of them used by the box, the mount
+#: points and serving.py.
+TEMP_SPACE_INODES = 4096
+#: Shared writable folders covered by that tmpfs (those that exist). /dev/mqueue is the
+#: host's POSIX message queue file system, where open(2) creates queues.
+COVERED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
+PROBE_TIMEOUT_S = 10.0
+CAP_SYS_ADMIN = 21
+
+
+#: The launcher's exit code when it cannot set the sandbox up (its ``EXIT_FAILED``; the
+#: launcher runs isolated and cannot import this module, so a test keeps the two equal).
+LAUNCHER_FAILED = 125
+
+@dataclass(frozen=True)
+class Protections:
+    """Which protections the student's worker runs under, and a line that says so."""
+
+    privilege_drop: bool
+    network_isolation: bool
+    disk_bound: bool
+    ipc_isolation: bool
+    description: str
+    #: "hardened" (Linux: FIFO output, rlimits, the /proc sweep, the privilege drop as
+    #: root) or "portable" (elsewhere: see :mod:`graders.sandbox.platforms`).
+    runner: str = "hardened"
+    #: Whether the worker lowers its resource limits (CPU, memory, processes, files).
+    rlimits: bool = True
+    #: Whether processes the worker left (in any process group) are found and killed
+    #: through /proc; without it, the worker's process tree is killed.
+    process_sweep: bool = True
+
+    @property
+    def namespaces(self) -> bool:
+        """Whether the worker is started in namespaces of its own."""
+        return self.network_isolation and self.disk_bound and self.ipc_isolation
+
+    def as_dict(self) -> dict[str, bool | str]:
+        """Plain data, for results.json's extra_data."""
+        return dataclasses.asdict(self)
+
+
+def protections_for(sandbox: SandboxUser | None) -> Protections:
+    """The protections a worker gets with ``sandbox`` (None: the grader is not root)."""
+    if sandbox is None:
+        found = platform_support.capabilities()
+        if not found.hardened:
+            return portable_protections(found)
+        why = ("no sandbox user was given" if platform_support.effective_uid() == 0
+               else "the grader is not running as root")
+        return Protections(False, False, False, False,
+                           f"no privilege drop, network, disk or IPC confinement: {why}, so "
+                           "the student's code runs as this user (the rlimits still apply)")
+    # the same words whichever pool user a grading drew: results must not depend on it
+    who = "the student's code runs as an unprivileged sandbox user of its own"
+    reason = namespace_support(sandbox.uid, sandbox.gid)
+    if reason is None:
+        return Protections(True, True, True, True,
+                           f"{who}, without network, with {TEMP_SPACE_BYTES // 1024**2} MiB "
+                           f"and {TEMP_SPACE_INODES} files of temporary space, and private, "
+                           "bounded IPC")
+    return Protections(True, False, False, False,
+                       f"{who}; no network, disk or IPC confinement ({reason})")
+
+
+def portable_protections(found: platform_support.Capabilities) -> Protections:
+    """The protections of the portable runner, used where the hardened one cannot run."""
+    limits = ("its resource limits apply" if found.rlimits
+              else "no resource limits (this system has no resource module)")
+    return Protections(
+        False, False, False, False,
+        f"portable runner ({found.why_portable()}): the student's code runs as this user in "
+        "a separate process whose process tree is killed at each call's deadline, with "
+        f"bounded output and time; {limits}; no privilege drop, /proc sweep, network, disk "
+        "or IPC confinement",
+        runner="portable", rlimits=found.rlimits, process_sweep=False)
+
+
+@functools.cache
+def namespace_support(uid: int, gid: int) -> str | None:
+    """None when a worker can be confined here as ``uid``/``gid``, else why not.
+
+    Runs the launcher's every step but the exec once, on a scratch box, and caches the
+    answer for this process.
+    """
+    if not sys.platform.startswith("linux"):
+        return "namespaces need Linux"
+    if os.geteuid() != 0:
+        return "namespaces need root"
+    if not _has_capability(CAP_SYS_ADMIN):  # as in a default Docker container: no probe
+        return "the grader lacks CAP_SYS_ADMIN, which unshare and mount need"
+    scratch = Path(tempfile.mkdtemp(prefix="serving-grader-probe-"))
+    try:
+        box, runtime = scratch / "box", scratch / "runtime"
+        box.mkdir()
+        runtime.mkdir()
+        (box / SUBMISSION_NAME).write_bytes(b"")
+        options = launch_arguments(SandboxUser("probe", uid, gid), box=box,
+                                   read_only=[runtime], environment={})
+        completed = subprocess.run(
+            [*_launcher(), "--probe", *options], stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, cwd=box, env={"PATH": "/usr/bin:/bin"},
+            timeout=PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"the namespace probe failed: {error}"
+    finally:
+        report_problems(remove_tree(scratch))
+    if completed.returncode == 0:
+        return None
+    lines = completed.stderr.strip().splitlines() or [f"exit code {completed.returncode}"]
+    return lines[-1].removeprefix("serving-grader: ")
+
+
+def _has_capability(bit: int) -> bool:
+    """Whether this process has capability ``bit`` in effect (True when unknown)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> bit & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return True
+
+
+def read_only_paths(python: WorkerPython, runtime: Path) -> list[Path]:
+    """What the worker must still read once the temp folders are covered: the runtime
+    folder and the interpreter (its copy's folder, or its installation)."""
+    if python.environment:  # a copy: bin/ and lib/ of one folder
+        return [runtime, python.executable.parent.parent]
+    return [runtime, python.executable, Path(sys.base_prefix),
+            Path(sysconfig.get_paths()["stdlib"])]
+
+
+def launch_arguments(sandbox: SandboxUser, *, box: Path, read_only: Sequence[Path],
+                     environment: Mapping[str, str]) -> list[str]:
+    """The launcher's options (see ``confinement_launcher.Config``), before ``--``."""
+    arguments = ["--uid", str(sandbox.uid), "--gid", str(sandbox.gid),
+                 "--bytes", str(TEMP_SPACE_BYTES), "--inodes", str(TEMP_SPACE_INODES),
+                 "--box", str(box), "--submission", SUBMISSION_NAME]
+    for folder in COVERED_FOLDERS:
+        arguments += ["--cover", folder]
+    for path in read_only:
+        arguments += ["--read-only", str(path)]
+    for key, value in environment.items():
+        arguments += ["--env", f"{key}={value}"]
+    return arguments
+
+
+def launcher_command(sandbox: SandboxUser, *, box: Path, worker: Sequence[str],
+                     python: WorkerPython, runtime: Path) -> list[str]:
+    """The command that runs ``worker`` confined, as ``sandbox``, in ``box``.
+
+    Start it as root, with the worker's environment but for ``python.environment``
+    (which the launcher adds for the worker alone).
+    """
+    options = launch_arguments(sandbox, box=box, read_only=read_only_paths(python, runtime),
+                               environment=python.environment)
+    return [*_launcher(), *options, "--", *worker]
+
+
+def _launcher() -> list[str]:
+    return [sys.executable, "-I", "-S", "-B", str(LAUNCHER)]

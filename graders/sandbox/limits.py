@@ -1,0 +1,82 @@
+"""The bounds of one grading's worker: deadlines, the time budget, rlimits, reply and
+output sizes, and the default sandbox user. Pure data, cheap to import (the plugin's
+option table reads its defaults from here)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: The sandbox user name that means "a free user of the pool serving-sandbox-1 to -64".
+DEFAULT_SANDBOX_USER = "serving-sandbox"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Deadlines and resource limits of the student worker."""
+
+    call_timeout_s: float = 3.0
+    import_timeout_s: float = 10.0
+    #: Wall time the student's code may cost one grading in all: every call, every import
+    #: of the submission (and of pint) and every worker restart together. Past it, every
+    #: further call is refused without running ("time budget exhausted"); a call already
+    #: running keeps its own deadline. 150 s lets an honest but slow submission (0.05 s per
+    #: call over the ~1,650 calls of a grading, 83 s) finish with room to spare, and keeps
+    #: the worst case (:attr:`worst_case_s`, 173 s) far inside Gradescope's 10-minute
+    #: default.
+    total_budget_s: float = 150.0
+    #: Wall time that timed-out calls, and the worker restarts after them, may spend
+    #: together before every call is refused (a part of the total budget).
+    hang_budget_s: float = 30.0
+    #: Timeouts of one function after which it is not called again.
+    timeouts_per_function: int = 2
+    #: Crashes (or unreadable replies) of one function after which it is not called again.
+    crashes_per_function: int = 20
+    #: CPU seconds one worker may use; None: :attr:`worst_case_s`, so that CPU time never
+    #: ends a worker that keeps within the time budget (the wall budget is the bound).
+    cpu_s: int | None = None
+    address_space_bytes: int = 2 * 1024**3
+    processes: int = 0
+    #: Largest file the submission may write into its folder (its printed output goes to
+    #: a pipe, not a file, and is bounded by ``output_keep_bytes`` instead).
+    file_size_bytes: int = 4 * 1024**2
+    open_files: int = 64
+    #: Longest reply line the grader reads; a longer one fails its call as garbage and the
+    #: worker is replaced. The worker cuts texts and sequences, so an honest reply is a
+    #: few kB at most.
+    max_reply_bytes: int = 64 * 1024
+    #: Bytes of the submission's stdout and stderr kept for feedback; the rest is counted
+    #: and dropped.
+    output_keep_bytes: int = 64 * 1024
+
+    @property
+    def worst_case_s(self) -> float:
+        """The most wall time the student's code can cost one grading.
+
+        The whole time budget, then the one call that may start just before it runs out:
+        a worker restart (import deadline), pint's import (import deadline) and the call
+        (call deadline). The hang budget is part of the time budget.
+        """
+        return self.total_budget_s + 2 * self.import_timeout_s + self.call_timeout_s
+
+    @property
+    def hang_worst_case_s(self) -> float:
+        """The most wall time a submission that hangs everywhere can cost (53 s by default).
+
+        The first import, the hang budget, and the one call and one restart that may
+        start just before the hang budget runs out.
+        """
+        return 2 * self.import_timeout_s + self.hang_budget_s + self.call_timeout_s
+
+    def worker_limits(self) -> dict[str, int]:
+        """The rlimits the worker applies to itself before importing the submission, and
+        the reply limit it stops building a reply at."""
+        return {
+            "reply_bytes": self.max_reply_bytes,
+            "cpu_s": self.cpu_s if self.cpu_s is not None else math.ceil(self.worst_case_s),
+            "address_space_bytes": self.address_space_bytes,
+            "processes": self.processes,
+            "file_size_bytes": self.file_size_bytes,
+            "open_files": self.open_files,
+            "core_bytes": 0,
+        }

@@ -1,0 +1,446 @@
+"""Privilege separation for the student worker when the grader runs as root.
+
+The worker then runs as an unprivileged sandbox user with no supplementary groups
+and umask 077, from an interpreter and a runtime folder that user can read, while
+the grader's own folders (the reference, the grading suite, the project checkout)
+are closed to it. Without root none of this is possible; the grader says so.
+
+Each grading holds its sandbox user alone: :func:`claim_sandbox_user` locks it (a
+``flock`` in a root-only folder, released by :meth:`SandboxClaim.release` or when the
+process dies), so two gradings at the same time never share a uid, and whatever that
+uid owns after a grading can be removed without touching another grading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graders.errors import GraderError
+from graders.sandbox import platforms as platform_support
+from graders.sandbox.cleanup import (
+    cache_folder,
+    process_alive,
+    remove_tree,
+    report_problems,
+    sweep_user,
+)
+from graders.sandbox.limits import DEFAULT_SANDBOX_USER
+from graders.sandbox.runtime import publish_folder
+
+#: The default sandbox user names a pool: each grading claims the first free
+#: ``serving-sandbox-N`` (N from 1 to MAX_POOL_USERS).
+MAX_POOL_USERS = 64
+#: Where sandbox users' locks live (root-only); without /run, a folder in the temp folder.
+LOCK_FOLDER = Path("/run/serving-grader")
+#: ``NAME:FD``: a lock on sandbox user NAME that the parent process holds for this one,
+#: passed down as descriptor FD (a regrade job's slot user, for its ``graders grade``).
+LOCK_VARIABLE = "SERVING_GRADER_SANDBOX_LOCK"
+#: Environment variable that marks every process a worker starts, for the final sweep.
+TOKEN_VARIABLE = "SERVING_GRADER_TOKEN"
+#: Standard-library folders the worker never needs, left out of an interpreter copy.
+_STDLIB_SKIP = ("site-packages", "dist-packages", "test", "tests", "idlelib", "tkinter",
+                "turtledemo", "ensurepip", "lib2to3", "pydoc_data")
+
+
+class SandboxError(GraderError):
+    """The sandbox user or a reachable interpreter cannot be set up."""
+
+
+class SandboxClaim:
+    """This process's exclusive hold on a sandbox user: an open descriptor with a ``flock``
+    on the user's lock file. Closing it (or the process dying) gives the user back."""
+
+    def __init__(self, name: str, fd: int, *, inherited: bool = False) -> None:
+        self.name = name
+        self.inherited = inherited
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    @property
+    def fd(self) -> int | None:
+        """The descriptor holding the lock, to pass down to a child process."""
+        return self._fd
+
+    def inheritance(self) -> dict[str, str]:
+        """The environment that lets a child process (started with ``pass_fds=(fd,)``)
+        take over this hold rather than wait for it."""
+        return {LOCK_VARIABLE: f"{self.name}:{self._fd}"} if self._fd is not None else {}
+
+    def release(self) -> None:
+        """Give the user back (idempotent). The descriptor is closed, never unlocked: a
+        lock inherited from a parent stays the parent's."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __repr__(self) -> str:
+        return f"SandboxClaim({self.name!r}, held={self.held})"
+
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        """A claim nobody released is given back when it is dropped (with no module
+        lookups, which may fail while the interpreter shuts down)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                _close(fd)
+            except Exception:  # noqa: SIM105 - contextlib may be gone at shutdown
+                return
+
+
+@dataclass(frozen=True)
+class SandboxUser:
+    """The unprivileged account the worker runs as."""
+
+    name: str
+    uid: int
+    gid: int
+    #: This grading's exclusive hold on the user, if it has one: then everything the user
+    #: owns after the grading is the grading's, and is removed.
+    claim: SandboxClaim | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def exclusive(self) -> bool:
+        """Whether this grading holds the user alone (then its leftovers are removed)."""
+        return self.claim is not None and self.claim.held
+
+    def release(self) -> None:
+        """Give the user back to other gradings, if this one holds it (idempotent)."""
+        if self.claim is not None:
+            self.claim.release()
+
+
+@dataclass(frozen=True)
+class WorkerPython:
+    """An interpreter the worker can run: its path and the environment it needs."""
+
+    executable: Path
+    environment: dict[str, str] = field(default_factory=dict)
+    #: A copy made for this run alone (no usable cache): remove it after the run.
+    private: Path | None = None
+
+
+def running_as_root() -> bool:
+    """Whether the grader runs as root where the privilege drop is possible (Linux with
+    its POSIX modules and /proc; see :mod:`graders.sandbox.platforms`)."""
+    return platform_support.running_as_root()
+
+
+def protected_folders() -> list[Path]:
+    """The grader's own folders: the reference, the grader with its suite, and the project
+    checkout they were installed from (if any)."""
+    import importlib.util
+
+    import graders
+
+    package = Path(graders.__file__).parent
+    folders = [package]
+    spec = importlib.util.find_spec("reference")
+    if spec is not None and spec.origin is not None:  # absent from the student bundle
+        folders.insert(0, Path(spec.origin).parent)
+    checkout = package.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "tracks").is_dir():
+        folders.append(checkout)
+    return folders
+
+
+def claim_sandbox_user(name: str = DEFAULT_SANDBOX_USER) -> SandboxUser:
+    """A sandbox user held by this grading alone, created if missing, with nothing left of
+    earlier gradings (its processes, files in shared folders and IPC objects removed).
+
+    The default name claims the first free user of the pool ``serving-sandbox-1`` to
+    ``-64``. Any other name is that user exactly: if another grading holds it, this is
+    refused (a lock passed down by a parent that holds it, see :data:`LOCK_VARIABLE`,
+    is taken over instead).
+    """
+    _check_name(name)
+    if name == DEFAULT_SANDBOX_USER:
+        for attempt in range(2):
+            for number in range(1, MAX_POOL_USERS + 1):
+                claim = _try_claim(f"{name}-{number}")
+                if claim is not None:
+                    return _claimed(claim)
+            if attempt == 0:  # claims of finished gradings not yet released are given back
+                gc.collect()  # when collected (see SandboxClaim.__del__)
+        raise SandboxError(f"no free sandbox user among {name}-1 to {name}-{MAX_POOL_USERS}: "
+                           f"other gradings hold them all (locks in {_lock_folder()}); "
+                           "wait for some to finish")
+    claim = _inherited_claim(name) or _try_claim(name)
+    if claim is None:
+        raise SandboxError(f"sandbox user {name!r} is in use by another grading (it holds "
+                           f"{_lock_folder() / (name + '.lock')}); wait for it to finish, "
+                           "or omit --grader-sandbox-user to get a free one")
+    return _claimed(claim)
+
+
+def _claimed(claim: SandboxClaim) -> SandboxUser:
+    try:
+        user = ensure_sandbox_user(claim.name)
+    except BaseException:
+        claim.release()
+        raise
+    report_problems(sweep_user(user.uid), what=f"leftovers of sandbox user {user.name}")
+    return SandboxUser(user.name, user.uid, user.gid, claim)
+
+
+def _check_name(name: str) -> None:
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise SandboxError(f"sandbox user name {name!r} must be letters, digits, - or _")
+
+
+def _lock_folder() -> Path:
+    """Where sandbox users' locks live: a folder of this user's that no one else may write."""
+    folder = LOCK_FOLDER if LOCK_FOLDER.parent.is_dir() else \
+        Path(tempfile.gettempdir()) / f"serving-grader-locks-{os.geteuid()}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o755)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() \
+            or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise SandboxError(f"lock folder {folder} must be a folder owned by this user and "
+                           "writable by no one else; remove it and retry")
+    return folder
+
+
+def _try_claim(name: str) -> SandboxClaim | None:
+    """A claim on sandbox user ``name``, or None if another process holds it."""
+    path = _lock_folder() / f"{name}.lock"
+    import fcntl  # POSIX-only, so imported here: this module imports anywhere
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return SandboxClaim(name, fd)
+
+
+def _inherited_claim(name: str) -> SandboxClaim | None:
+    """The claim on ``name`` a parent passed down (:data:`LOCK_VARIABLE`), if it is one:
+    the descriptor must be open on that user's lock file and hold its lock."""
+    held, _, number = os.environ.get(LOCK_VARIABLE, "").rpartition(":")
+    if held != name or not number.isdigit():
+        return None
+    fd = int(number)
+    import fcntl  # POSIX-only, so imported here: this module imports anywhere
+
+    try:
+        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != \
+                _identity(_lock_folder() / f"{name}.lock"):
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the parent's own lock: granted
+        os.set_inheritable(fd, False)
+    except OSError:
+        return None
+    os.environ.pop(LOCK_VARIABLE, None)
+    return SandboxClaim(name, fd, inherited=True)
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_dev, info.st_ino
+
+
+def ensure_sandbox_user(name: str) -> SandboxUser:
+    """The sandbox account ``name``, created (system account, no home, no login) if missing.
+
+    This does not claim it: a grading uses :func:`claim_sandbox_user`.
+    """
+    _check_name(name)
+    import pwd  # POSIX-only, so imported here: this module imports anywhere
+
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        _create_user(name)
+        entry = pwd.getpwnam(name)
+    if entry.pw_uid == 0 or entry.pw_gid == 0:
+        raise SandboxError(f"sandbox user {name!r} has uid or gid 0; choose an unprivileged "
+                           "account with --grader-sandbox-user")
+    return SandboxUser(name, entry.pw_uid, entry.pw_gid)
+
+
+def _create_user(name: str) -> None:
+    """Create the account; retried for a while, since gradings that start together may
+    create their users together and useradd then finds /etc/passwd locked."""
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    command = [useradd, "--system", "--user-group", "--no-create-home",
+               "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name]
+    detail = ""
+    import pwd  # POSIX-only, so imported here: this module imports anywhere
+
+    for attempt in range(_USERADD_ATTEMPTS):
+        try:
+            subprocess.run(command, check=True, capture_output=True, text=True)
+            return
+        except OSError as error:
+            detail = str(error)
+            break
+        except subprocess.CalledProcessError as error:
+            detail = error.stderr or str(error)
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            return
+        time.sleep(0.1 * (attempt + 1))
+    raise SandboxError(f"cannot create the sandbox user {name!r} ({detail.strip()}); "
+                       "create it yourself or pass --grader-sandbox-user")
+
+
+_USERADD_ATTEMPTS = 10
+
+
+def reachable_by_others(path: Path, *, execute: bool = False) -> bool:
+    """Whether a user with no ownership or group rights can read (and execute) ``path``."""
+    path = path.resolve()
+    for folder in reversed(path.parents):
+        if not folder.stat().st_mode & stat.S_IXOTH:
+            return False
+    mode = path.stat().st_mode
+    need = stat.S_IROTH | (stat.S_IXOTH if execute or path.is_dir() else 0)
+    return mode & need == need
+
+
+def worker_python() -> WorkerPython:
+    """This interpreter if others can run it, else a cached copy of it that they can (or,
+    when there is no usable cache folder, a copy for this run: see ``private``)."""
+    executable = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    library = _shared_library()
+    parts = [(executable, True), (stdlib, False)] + ([(library, False)] if library else [])
+    if all(reachable_by_others(path, execute=run) for path, run in parts):
+        return WorkerPython(executable)
+    folder, private = _cached_copy(executable, stdlib, library)
+    return WorkerPython(folder / "bin" / executable.name,
+                        {"LD_LIBRARY_PATH": str(folder / "lib")},
+                        private=folder if private else None)
+
+
+def _shared_library() -> Path | None:
+    name = sysconfig.get_config_var("LDLIBRARY") or ""
+    directory = sysconfig.get_config_var("LIBDIR") or ""
+    if not name.endswith(".so") and ".so." not in name:
+        return None
+    candidates = sorted(Path(directory).glob(f"{name}*")) if directory else []
+    return candidates[-1] if candidates else None
+
+
+def _cached_copy(executable: Path, stdlib: Path, library: Path | None) -> tuple[Path, bool]:
+    """The interpreter copy in the cache folder, built once; or, without a usable cache
+    folder (or when the cached one cannot be replaced), a copy for this run alone.
+    Returns the folder and whether it is private to this run."""
+    digest = hashlib.sha256(f"{executable}:{executable.stat().st_mtime_ns}:{sys.version}"
+                            .encode()).hexdigest()[:20]
+    name = f"serving-grader-python-{os.geteuid()}-{digest}"
+    cache = cache_folder()
+    if cache is None:  # a private copy where the sandbox user can reach it, for this run
+        parent = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+        parent.chmod(0o755)
+        return _build_copy(executable, stdlib, library, parent), True
+    folder = cache / name
+    if _complete_copy(folder):
+        return folder, False
+    _remove_abandoned(cache, f".{name}.")
+    if os.path.lexists(folder):  # unfinished or broken: ours to replace (no one else writes here)
+        problems = remove_tree(folder)
+        report_problems(problems, what="replacing a broken interpreter copy")
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.{os.getpid()}.", dir=cache))
+    _build_copy(executable, stdlib, library, staging)
+    published = publish_folder(staging, folder, _complete_copy)
+    return published, published != folder
+
+
+def _remove_abandoned(cache: Path, prefix: str) -> None:
+    """Remove staging folders of interpreter copies whose builder died mid-way."""
+    with contextlib.suppress(OSError):
+        for entry in cache.iterdir():
+            pid, dot, _ = entry.name.removeprefix(prefix).partition(".")
+            if entry.name.startswith(prefix) and dot and pid.isdigit() \
+                    and not process_alive(int(pid)):
+                remove_tree(entry)
+
+
+def _build_copy(executable: Path, stdlib: Path, library: Path | None, staging: Path) -> Path:
+    """Copy the interpreter, its shared library and its standard library into ``staging``."""
+    try:
+        (staging / "bin").mkdir()
+        shutil.copy2(executable, staging / "bin" / executable.name)
+        (staging / "lib").mkdir()
+        if library is not None:
+            shutil.copy2(library, staging / "lib" / library.name)
+            for alias in library.parent.glob(f"{library.name.split('.so')[0]}.so*"):
+                if alias.name != library.name:
+                    (staging / "lib" / alias.name).symlink_to(library.name)
+        shutil.copytree(stdlib, staging / "lib" / stdlib.name,
+                        ignore=shutil.ignore_patterns(*_STDLIB_SKIP, "config-*"),
+                        symlinks=True)
+        _open_to_others(staging)
+        (staging / ".complete").write_text("complete\n", encoding="utf-8")
+    except OSError as error:
+        remove_tree(staging)
+        raise SandboxError(f"cannot prepare an interpreter the sandbox user can run: "
+                           f"{error}") from None
+    return staging
+
+
+def _complete_copy(folder: Path) -> bool:
+    """An interpreter copy this user finished building."""
+    return (folder / ".complete").is_file() and folder.lstat().st_uid == os.geteuid()
+
+
+def _open_to_others(root: Path) -> None:
+    """Make a folder tree readable (and its folders and programs runnable) by everyone."""
+    for path in [root, *root.rglob("*")]:
+        if path.is_symlink():
+            continue
+        executable = path.is_dir() or path.stat().st_mode & stat.S_IXUSR
+        path.chmod(0o755 if executable else 0o644)
+
+
+def close_to_others(paths: Iterable[Path]) -> None:
+    """Remove every right of "others" on ``paths`` (folders then cannot be entered)."""
+    for path in paths:
+        if path.exists() and not path.is_symlink():
+            mode = path.stat().st_mode
+            path.chmod(stat.S_IMODE(mode) & ~0o007)
+
+
+def sweep(token: str) -> list[int]:
+    """SIGKILL every process whose environment carries ``token``; return their pids."""
+    marker = f"{TOKEN_VARIABLE}={token}".encode()
+    killed: list[int] = []
+    try:
+        entries = list(platform_support.PROC.iterdir())
+    except OSError:  # no /proc (macOS, Windows): the runner kills the worker's tree instead
+        return killed
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environment = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environment.split(b"\0"):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed

@@ -1,0 +1,838 @@
+"""Runs student calls in a separate, limited interpreter and returns plain data.
+
+One worker process serves many calls, one JSON line each. A call that raises fails
+alone; a crash, a hang past the deadline or a garbage reply kills the worker's
+whole process group, and a fresh worker serves the next call. A function that
+hangs twice is not called again, and all hangs together share one time budget,
+so a submission that hangs everywhere is graded within a stated bound.
+
+Totals are bounded too: all calls, imports and restarts of one runner share a total
+time budget (past it every call is refused), each reply line is read through a bounded
+buffer, and whatever the submission writes to stdout or stderr goes into a pipe that the
+runner drains into a bounded :class:`OutputSink` (the first part kept for feedback, the
+rest counted and dropped), so that output never fails a call or changes a score.
+
+Where the hardened path is unavailable (Windows, macOS, or a system without the POSIX-only
+modules or /proc: see :mod:`graders.sandbox.platforms`), the same runner takes its portable
+path: the worker's stdout and stderr are plain pipes read by two threads (the replies into
+a bounded queue, the output into the same bounded sink), and a deadline kills the worker's
+process tree (its process group, or ``taskkill /T /F`` on Windows). The protocol, the
+deadlines, the reply and output bounds and the time budget are the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import secrets
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from graders.sandbox import platforms as platform_support
+from graders.sandbox.cleanup import remove_tree, report_problems, sweep_user
+from graders.sandbox.confinement import (
+    LAUNCHER_FAILED,
+    Protections,
+    launcher_command,
+    protections_for,
+)
+from graders.sandbox.limits import Limits as Limits  # part of the runner's interface
+from graders.sandbox.privileges import (
+    TOKEN_VARIABLE,
+    SandboxUser,
+    WorkerPython,
+    sweep,
+    worker_python,
+)
+from graders.sandbox.runtime import WORKER_SCRIPT, cached_runtime
+from graders.sandbox.submission import SUBMISSION_NAME
+from graders.sandbox.wire import encode_argument
+
+Status: TypeAlias = Literal["ok", "raised", "timeout", "crashed", "garbage", "unimportable",
+                            "abandoned"]
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one student call produced: plain data, or why there is none."""
+
+    status: Status
+    value: Any = None
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class _WorkerGone(Exception):
+    def __init__(self, status: Status, message: str) -> None:
+        super().__init__(message)
+        self.status: Status = status
+        self.message = message
+
+
+@dataclass
+class _Worker:
+    process: subprocess.Popen[bytes]
+    buffer: bytearray = field(default_factory=bytearray)
+    ready: bool = False
+    #: The read end of this worker's output pipe (its fds 1 and 2), non-blocking; None
+    #: once every writer has closed it.
+    output: int | None = None
+    #: /dev/null, where output past the kept part is spliced without being read.
+    discard: int | None = None
+    #: The portable path's reply chunks, read from stdout by a thread (b"" at its end);
+    #: bounded, so that a worker that writes without end blocks instead of filling memory.
+    replies: queue.Queue[bytes] | None = None
+    #: The portable path's thread that drains stdout and stderr into the sink.
+    readers: list[threading.Thread] = field(default_factory=list)
+
+
+class Reason(Enum):
+    """Why the runner refuses a call without running it."""
+
+    TIMEOUTS = "it exceeded the per-call deadline"
+    CRASHES = "it crashed the worker too often"
+    GARBAGE = "it made the worker send unreadable replies"
+
+
+#: Bytes read from a worker's reply pipe at a time: a reply buffer never holds more than
+#: ``Limits.max_reply_bytes`` plus one chunk.
+REPLY_CHUNK_BYTES = 64 * 1024
+#: Bytes read from a worker's output pipe at a time, and the pipe's size where the
+#: system allows it (fewer, larger reads keep a flood of output cheap).
+OUTPUT_CHUNK_BYTES = 1024**2
+#: The most output one drain between calls reads, so that a worker that keeps writing
+#: cannot hold the grader in a drain.
+IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES
+#: Seconds the portable path waits, after a worker is killed, for its output thread to
+#: take in what the worker wrote before it died.
+OUTPUT_JOIN_S = 1.0
+
+
+class OutputSink:
+    """A submission's stdout and stderr: the first ``keep_bytes`` kept, the rest counted."""
+
+    def __init__(self, keep_bytes: int) -> None:
+        self.keep_bytes = keep_bytes
+        self.total_bytes = 0
+        self._kept = bytearray()
+        #: The portable path feeds the sink from a thread.
+        self._lock = threading.Lock()
+
+    @property
+    def full(self) -> bool:
+        return len(self._kept) >= self.keep_bytes
+
+    def feed(self, chunk: bytes) -> None:
+        """Take one chunk: keep what fits, count all of it."""
+        with self._lock:
+            room = self.keep_bytes - len(self._kept)
+            if room > 0:
+                self._kept += chunk[:room]
+            self.total_bytes += len(chunk)
+
+    def count(self, size: int) -> None:
+        """Count ``size`` bytes that were dropped unread."""
+        with self._lock:
+            self.total_bytes += size
+
+    def summary(self) -> OutputSummary:
+        with self._lock:
+            return OutputSummary(self._kept.decode("utf-8", errors="replace"),
+                                 self.total_bytes, len(self._kept), self.keep_bytes)
+
+
+@dataclass(frozen=True)
+class OutputSummary:
+    """What the submission printed (stdout and stderr together, in the order written)."""
+
+    #: The first bytes of it, decoded as UTF-8 with undecodable bytes replaced.
+    text: str
+    #: Every byte it wrote to fds 1 and 2, kept or not.
+    total_bytes: int
+    kept_bytes: int
+    keep_bytes: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total_bytes > self.kept_bytes
+
+    def sentence(self) -> str:
+        """E.g. "your code printed 2.3 GB; the first 64 KiB are kept"."""
+        return output_sentence(self.total_bytes, self.keep_bytes)
+
+
+def output_sentence(total_bytes: int, keep_bytes: int) -> str:
+    """How much a submission printed and how much of it is kept, in human units."""
+    printed = f"your code printed {decimal_size(total_bytes)}"
+    if total_bytes <= keep_bytes:
+        return printed
+    return f"{printed}; the first {binary_size(keep_bytes)} are kept"
+
+
+def decimal_size(size: int) -> str:
+    """``size`` bytes in SI units, to 3 significant digits: 2300000000 -> "2.3 GB"."""
+    if size < 1000:
+        return f"{size} B" if size != 1 else "1 byte"
+    value = float(size)
+    for unit in ("kB", "MB", "GB", "TB", "PB"):
+        value /= 1000
+        text = f"{value:.3g}"
+        if "e" not in text and float(text) < 1000:
+            return f"{text} {unit}"
+    return f"{value:.0f} PB"
+
+
+def binary_size(size: int) -> str:
+    """``size`` bytes in binary units: 65536 -> "64 KiB", 1536 -> "1.5 KiB"."""
+    if size < 1024:
+        return f"{size} B" if size != 1 else "1 byte"
+    value = float(size)
+    unit = "B"
+    for name in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value /= 1024
+        unit = name
+    return f"{value:.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
+
+
+@dataclass
+class TimeBudget:
+    """Wall time the student's code may cost one grading, shared by all its runners (the
+    visible tests' and the hidden tests' workers): calls, imports and restarts in all,
+    and, as a part of it, the time of hanging calls and the restarts after them."""
+
+    total_s: float
+    hang_s: float
+    spent_s: float = 0.0
+    hang_spent_s: float = 0.0
+
+    @classmethod
+    def of(cls, limits: Limits) -> TimeBudget:
+        """A fresh budget of ``limits.total_budget_s`` and ``limits.hang_budget_s``."""
+        return cls(total_s=limits.total_budget_s, hang_s=limits.hang_budget_s)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent_s >= self.total_s
+
+    @property
+    def hangs_exhausted(self) -> bool:
+        return self.hang_spent_s >= self.hang_s
+
+
+class StudentRunner:
+    """A student's ``serving.py`` behind a process boundary; use as a context manager.
+
+    ``budget`` is the grading's time budget, to share it with another runner of the same
+    grading; by default the runner has one of its own, from ``limits``.
+    """
+
+    def __init__(self, submission: bytes, *, limits: Limits | None = None,
+                 root: Path | None = None, sandbox: SandboxUser | None = None,
+                 budget: TimeBudget | None = None) -> None:
+        self.limits = limits or Limits()
+        self.budget = budget if budget is not None else TimeBudget.of(self.limits)
+        self.sandbox = sandbox
+        self._owns_root = root is None
+        self.root = Path(tempfile.mkdtemp(prefix="serving-grader-")) if root is None else root
+        self._runtime = cached_runtime(self.root)
+        self._python = worker_python() if sandbox else WorkerPython(Path(sys.executable))
+        self._protections = protections_for(sandbox)
+        #: Pipes read by threads, and the process tree killed, instead of the FIFO, the
+        #: selector and the /proc sweep (see the module's docstring).
+        self.portable = self._protections.runner == "portable"
+        self._token = secrets.token_hex(16)
+        self._box = self.root / "box"
+        self._box.mkdir(mode=0o700, exist_ok=True)
+        (self._box / SUBMISSION_NAME).write_bytes(submission)
+        if sandbox is not None:  # the sandbox user may enter the root, and own only the box
+            self.root.chmod(0o711)
+            for path in (self._box, self._box / SUBMISSION_NAME):
+                os.chown(path, sandbox.uid, sandbox.gid)
+        #: The worker's stderr, as :meth:`_spawn` opens it: a FIFO that :meth:`_launch`
+        #: makes for each worker and removes once the worker holds it (see there).
+        self._log_path = self.root / "worker.output"
+        self._output = OutputSink(self.limits.output_keep_bytes)
+        self._worker: _Worker | None = None
+        self._next_id = 0
+        self._import_error: str | None = None
+        self._timeouts: Counter[str] = Counter()
+        self._crashes: Counter[str] = Counter()
+        self._garbage: Counter[str] = Counter()
+        self._pint_ready = False
+        self._started = False
+        self.calls = 0
+
+    def __enter__(self) -> StudentRunner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def token(self) -> str:
+        """The marker every worker process carries in its environment (for the sweep)."""
+        return self._token
+
+    @property
+    def import_error(self) -> str | None:
+        """Why the submission cannot be imported, once a start has failed."""
+        return self._import_error
+
+    @property
+    def protections(self) -> Protections:
+        """Which protections the worker runs under (privilege drop, no network, bounded
+        temporary space, private IPC), with a line that says so."""
+        return self._protections
+
+    @property
+    def time_spent_s(self) -> float:
+        """Wall time the student's code has cost the grading so far (calls, imports and
+        restarts, of every runner sharing this one's budget)."""
+        return self.budget.spent_s
+
+    def output_summary(self) -> OutputSummary:
+        """What the submission has printed so far: the kept text and the total byte count.
+
+        Reads what the worker's output pipe holds now, without waiting: the worker flushes
+        its stdout and stderr before each reply, so a finished call's output is included.
+        """
+        self._drain(self._worker, IDLE_DRAIN_BYTES)
+        return self._output.summary()
+
+    def close(self) -> None:
+        """Stop the worker and remove what this run made or its worker left: the private
+        folder (or the box, in a root it was given), a runtime or interpreter copy made for
+        this run alone, and, when this grading holds its sandbox user alone, every process,
+        shared-folder entry and SysV IPC object of that user. Never raises: results are
+        written after it. What cannot be removed is reported on stderr."""
+        problems: list[str] = []
+        try:
+            self._stop()
+        except Exception as error:  # a clean-up must not cost the grading its results
+            problems.append(f"stopping the worker: {type(error).__name__}: {error}")
+        if self.sandbox is not None and self.sandbox.exclusive:
+            problems += sweep_user(self.sandbox.uid)
+        private = [self.root if self._owns_root else self._box]
+        if self._runtime.parent == self.root or self._runtime.name.startswith("."):
+            private.append(self._runtime)  # built for this run alone (see cached_runtime)
+        if self._python.private is not None:
+            private.append(self._python.private)
+        for path in private:
+            problems += remove_tree(path)
+        report_problems(problems)
+
+    def call(self, function: str, args: Sequence[Any] = (),
+             kwargs: Mapping[str, Any] | None = None,
+             fields: Sequence[str] | None = None) -> CallOutcome:
+        """Call ``function`` in the worker and return its result as plain data.
+
+        Its wall time, with the import or restart it may need, is charged to the total
+        time budget; once the budget is spent, calls are refused without running.
+        """
+        refusal = self._refusal(function)
+        if refusal is not None:
+            return refusal
+        self.calls += 1
+        started = time.monotonic()
+        try:
+            return self._call(function, args, kwargs, fields)
+        finally:
+            self.budget.spent_s += time.monotonic() - started
+
+    def _call(self, function: str, args: Sequence[Any], kwargs: Mapping[str, Any] | None,
+              fields: Sequence[str] | None) -> CallOutcome:
+        try:
+            worker = self._ensure_worker()
+            needs_pint = _has_quantity(args) or _has_quantity(kwargs or {})
+            if needs_pint and not self._pint_ready:
+                self._request(worker, {"op": "pint"}, self.limits.import_timeout_s, function)
+                self._pint_ready = True
+            request = {
+                "op": "call",
+                "fn": function,
+                "args": [encode_argument(arg) for arg in args],
+                "kwargs": {key: encode_argument(value) for key, value in (kwargs or {}).items()},
+                "fields": list(fields) if fields is not None else None,
+            }
+            reply = self._request(worker, request, self.limits.call_timeout_s, function)
+        except _WorkerGone as gone:
+            return CallOutcome(gone.status, message=gone.message)
+        if reply.get("ok") is True:
+            return CallOutcome("ok", value=reply.get("value"))
+        if reply.get("oversize") is True:  # the worker stopped building a reply too long
+            self._stop()
+            self._garbage[function] += 1
+            return CallOutcome("garbage", message=self._oversize_message())
+        return CallOutcome("raised", message=str(reply.get("error", "unknown error"))[:2000])
+
+    def _refusal(self, function: str) -> CallOutcome | None:
+        if self._import_error is not None:
+            return CallOutcome("unimportable", message=self._import_error)
+        if self._timeouts[function] >= self.limits.timeouts_per_function:
+            return CallOutcome("abandoned", message=f"{function}() is not called again: "
+                               f"{Reason.TIMEOUTS.value} {self._timeouts[function]} times")
+        if self._crashes[function] >= self.limits.crashes_per_function:
+            return CallOutcome("abandoned", message=f"{function}() is not called again: "
+                               f"{Reason.CRASHES.value} {self._crashes[function]} times")
+        if self._garbage[function] >= self.limits.crashes_per_function:
+            return CallOutcome("abandoned", message=f"{function}() is not called again: "
+                               f"{Reason.GARBAGE.value} {self._garbage[function]} times")
+        if self.budget.hangs_exhausted:
+            return CallOutcome("abandoned", message="not called: the submission used up the "
+                               f"{self.budget.hang_s:g} s budget for hanging calls "
+                               "and worker restarts")
+        if self.budget.exhausted:
+            return CallOutcome("abandoned", message=budget_message(self.budget.total_s))
+        return None
+
+    def start(self) -> None:
+        """Start the worker now, without waiting: it imports the submission (and pint)
+        while the grader collects its tests. The first call waits for it to be ready."""
+        if self._worker is None and self._import_error is None:
+            started = time.monotonic()
+            try:
+                self._launch(preload_pint=True)
+            finally:
+                self.budget.spent_s += time.monotonic() - started
+
+    def _launch(self, *, preload_pint: bool) -> _Worker:
+        """:meth:`_spawn` a worker whose fds 1 and 2 are a pipe this runner drains.
+
+        The pipe is a FIFO at ``self._log_path``, the file :meth:`_spawn` opens as the
+        worker's stderr (the worker makes its fd 1 a copy of fd 2). Its read end is
+        opened first (non-blocking, so that the open does not wait for a writer and the
+        writer's open does not either); once the worker holds the write end, the name is
+        removed, so nothing else can open the pipe. A pipe has no size limit to fail a
+        write: the runner reads it while it waits for a reply, keeps the first part and
+        drops the rest.
+        """
+        if self.portable:
+            return self._spawn(preload_pint=preload_pint)
+        fifo = self._log_path
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo, 0o600)
+        try:
+            output = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fcntl = platform_support.optional_module("fcntl")
+            with contextlib.suppress(OSError, AttributeError):  # a larger pipe: fewer reads
+                fcntl.fcntl(output, fcntl.F_SETPIPE_SZ, OUTPUT_CHUNK_BYTES)  # type: ignore[union-attr]
+            try:
+                worker = self._spawn(preload_pint=preload_pint)
+            except BaseException:
+                os.close(output)
+                raise
+        finally:
+            fifo.unlink(missing_ok=True)
+        worker.output = output
+        with contextlib.suppress(OSError):
+            worker.discard = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        return worker
+
+    def _ensure_worker(self) -> _Worker:
+        restart = self._worker is None and self._started
+        worker = self._worker or self._launch(preload_pint=False)
+        if worker.ready:
+            return worker
+        started = time.monotonic()
+        try:
+            reply = self._read_reply(worker, self.limits.import_timeout_s, None, ident=None)
+        except _WorkerGone as gone:
+            self._import_error = _import_message(gone)
+            raise _WorkerGone("unimportable", self._import_error) from None
+        if reply.get("ready") is not True:
+            self._import_error = f"serving.py could not be imported: {reply.get('error')}"
+            self._stop()
+            raise _WorkerGone("unimportable", self._import_error)
+        worker.ready = True
+        self._pint_ready = bool(reply.get("pint"))
+        if restart:  # restarts only happen after a kill: they cost hanging time too
+            self.budget.hang_spent_s += time.monotonic() - started
+        return worker
+
+    def _spawn(self, *, preload_pint: bool) -> _Worker:
+        # -s -P instead of -I: the environment is the runner's own (nothing of the grader's
+        # leaks in), and the worker must honour its PYTHONHASHSEED so that string hashing,
+        # and so a submission's set order, is the same in every grading
+        command = [str(self._python.executable), "-s", "-P", "-S", "-B",
+                   str(self._runtime / WORKER_SCRIPT.name)]
+        environment = self._environment()
+        drop: dict[str, Any] = {}
+        if self.sandbox is not None and self._protections.namespaces:
+            # A launcher, as root, enters namespaces of its own, drops to the sandbox user
+            # and execs the worker (same pid and process group, same stdin/stdout/stderr).
+            command = launcher_command(self.sandbox, box=self._box, worker=command,
+                                       python=self._python, runtime=self._runtime)
+            environment = self._environment(launcher=True)
+        elif self.sandbox is not None:
+            drop = {"user": self.sandbox.uid, "group": self.sandbox.gid, "extra_groups": [],
+                    "umask": 0o077}
+        if self.portable:
+            process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=self._box, env=environment, close_fds=True,
+                **platform_support.new_group_options(),  # type: ignore[call-overload]
+            )
+            worker = self._read_in_threads(process)
+        else:
+            with open(self._log_path, "ab") as log:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    cwd=self._box,
+                    env=environment,
+                    start_new_session=True,
+                    close_fds=True,
+                    **drop,
+                )
+            worker = _Worker(process)
+        self._worker = worker
+        self._started = True
+        self._pint_ready = False
+        init = {
+            "op": "init",
+            "submission": str(self._box / SUBMISSION_NAME),
+            "path": [str(self._runtime)],
+            "limits": self.limits.worker_limits(),
+            "preload_pint": preload_pint,
+        }
+        with contextlib.suppress(OSError):  # a worker that died at once is reported on reading
+            self._send(worker, init)
+        return worker
+
+    def _read_in_threads(self, process: subprocess.Popen[bytes]) -> _Worker:
+        """The portable path's worker: its replies read into a bounded queue and its output
+        into the sink, each by a daemon thread that ends when the pipe does."""
+        replies: queue.Queue[bytes] = queue.Queue(
+            maxsize=self.limits.max_reply_bytes // REPLY_CHUNK_BYTES + 2)
+        assert process.stdout is not None
+        assert process.stderr is not None
+        sink = self._output
+
+        def read_replies(stream: Any) -> None:
+            with contextlib.suppress(Exception):
+                while chunk := stream.read1(REPLY_CHUNK_BYTES):
+                    replies.put(chunk)
+            with contextlib.suppress(Exception):
+                stream.close()
+            replies.put(b"")
+
+        def read_output(stream: Any) -> None:
+            with contextlib.suppress(Exception):
+                while chunk := stream.read1(OUTPUT_CHUNK_BYTES):
+                    sink.feed(chunk)  # kept up to its bound, the rest only counted
+            with contextlib.suppress(Exception):
+                stream.close()
+
+        readers = [threading.Thread(target=read_replies, args=(process.stdout,), daemon=True,
+                                    name="serving-grader-replies"),
+                   threading.Thread(target=read_output, args=(process.stderr,), daemon=True,
+                                    name="serving-grader-output")]
+        for reader in readers:
+            reader.start()
+        return _Worker(process, replies=replies, readers=readers)
+
+    def _environment(self, *, launcher: bool = False) -> dict[str, str]:
+        """The worker's environment; for the launcher, without what the interpreter copy
+        needs (LD_LIBRARY_PATH), which the launcher adds for the worker alone."""
+        if sys.platform == "win32":  # Python needs SYSTEMROOT there; TEMP is its TMPDIR
+            return {
+                "SYSTEMROOT": os.environ.get("SYSTEMROOT", r"C:\Windows"),
+                "PATH": os.environ.get("SYSTEMROOT", r"C:\Windows") + r"\System32",
+                "USERPROFILE": str(self._box),
+                "TEMP": str(self._box),
+                "TMP": str(self._box),
+                "PYTHONHASHSEED": "0",
+                "PYTHONUTF8": "1",
+                TOKEN_VARIABLE: self._token,
+            }
+        return {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "HOME": str(self._box),
+            "TMPDIR": str(self._box),
+            "PYTHONHASHSEED": "0",
+            TOKEN_VARIABLE: self._token,
+            **({} if launcher else self._python.environment),
+        }
+
+    def _send(self, worker: _Worker, request: dict[str, Any]) -> None:
+        assert worker.process.stdin is not None
+        line = json.dumps(request, allow_nan=True, separators=(",", ":")) + "\n"
+        worker.process.stdin.write(line.encode())
+        worker.process.stdin.flush()
+
+    def _request(self, worker: _Worker, request: dict[str, Any], timeout_s: float,
+                 function: str | None) -> dict[str, Any]:
+        self._next_id += 1
+        ident = self._next_id
+        try:
+            self._send(worker, {**request, "id": ident})
+        except OSError:
+            self._stop()
+            if function is not None:
+                self._crashes[function] += 1
+            raise _WorkerGone("crashed", "the worker process died") from None
+        return self._read_reply(worker, timeout_s, function, ident)
+
+    def _read_reply(self, worker: _Worker, timeout_s: float, function: str | None,
+                    ident: int | None) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            return self._next_reply(worker, started, timeout_s, ident)
+        except _WorkerGone as gone:
+            self._stop()
+            if function is not None:
+                if gone.status == "timeout":
+                    self._timeouts[function] += 1
+                    self.budget.hang_spent_s += time.monotonic() - started
+                elif gone.status == "crashed":
+                    self._crashes[function] += 1
+                elif gone.status == "garbage":
+                    self._garbage[function] += 1
+            raise
+
+    def _next_reply(self, worker: _Worker, started: float, timeout_s: float,
+                    ident: int | None) -> dict[str, Any]:
+        while True:
+            raw = self._read_line(worker, started, timeout_s)
+            try:
+                reply = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                raise _WorkerGone("garbage", "the worker sent a reply that is not JSON") from None
+            if not isinstance(reply, dict):
+                break
+            if ident is not None and _earlier(reply.get("id"), ident):
+                continue  # a late or forged reply to an earlier request: skip it
+            if reply.get("id") == ident:
+                return reply
+            break
+        raise _WorkerGone("garbage", "the worker sent a reply to another request")
+
+    def _read_line(self, worker: _Worker, started: float, timeout_s: float) -> bytes:
+        """The next reply line, read through a buffer that never holds more than
+        ``max_reply_bytes`` plus one chunk; the worker's output is drained meanwhile, so
+        that a worker blocked on a full output pipe always gets to reply."""
+        limit = self.limits.max_reply_bytes
+        buffer = worker.buffer
+        end = buffer.find(b"\n")
+        if end < 0:
+            end = self._wait_for_line(worker, started + timeout_s, timeout_s)
+        if end > limit:
+            raise _WorkerGone("garbage", self._oversize_message())
+        line = bytes(buffer[:end])
+        del buffer[:end + 1]
+        return line
+
+    def _wait_for_line(self, worker: _Worker, deadline: float, timeout_s: float) -> int:
+        if worker.replies is not None:
+            return self._wait_in_queue(worker, worker.replies, deadline, timeout_s)
+        limit = self.limits.max_reply_bytes
+        buffer = worker.buffer
+        stdout = worker.process.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ, "reply")
+            if worker.output is not None:
+                selector.register(worker.output, selectors.EVENT_READ, "output")
+            while True:
+                if len(buffer) > limit:
+                    raise _WorkerGone("garbage", self._oversize_message())
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
+                for key, _ in selector.select(remaining):
+                    if key.data == "output":
+                        if self._drain_once(worker) < 0:  # every writer closed it
+                            selector.unregister(key.fd)
+                            self._close_output(worker)
+                        continue
+                    chunk = os.read(fd, REPLY_CHUNK_BYTES)
+                    if not chunk:
+                        raise _WorkerGone("crashed", self._death_message(worker))
+                    scanned = len(buffer)
+                    buffer += chunk
+                    end = buffer.find(b"\n", scanned)
+                    if end >= 0:
+                        return end
+
+    def _wait_in_queue(self, worker: _Worker, replies: queue.Queue[bytes], deadline: float,
+                       timeout_s: float) -> int:
+        """:meth:`_wait_for_line` on the portable path: reply chunks from the queue."""
+        buffer = worker.buffer
+        while True:
+            if len(buffer) > self.limits.max_reply_bytes:
+                raise _WorkerGone("garbage", self._oversize_message())
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
+            try:
+                chunk = replies.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if not chunk:
+                raise _WorkerGone("crashed", self._death_message(worker))
+            scanned = len(buffer)
+            buffer += chunk
+            end = buffer.find(b"\n", scanned)
+            if end >= 0:
+                return end
+
+    def _oversize_message(self) -> str:
+        return f"the reply exceeded {self.limits.max_reply_bytes} bytes"
+
+    def _drain_once(self, worker: _Worker) -> int:
+        """Read one chunk of the worker's output into the sink, without waiting.
+
+        Returns the bytes read, 0 if the pipe is empty now, -1 once every writer has
+        closed it (the worker closed fds 1 and 2, or died).
+        """
+        if worker.output is None:
+            return -1
+        if self._output.full and worker.discard is not None:
+            # what is no longer kept is only counted: splice it away unread
+            try:
+                size = os.splice(worker.output, worker.discard, OUTPUT_CHUNK_BYTES)
+            except BlockingIOError:
+                return 0
+            except OSError:  # no splice here: read it instead
+                os.close(worker.discard)
+                worker.discard = None
+            else:
+                self._output.count(size)
+                return size if size else -1
+        try:
+            chunk = os.read(worker.output, OUTPUT_CHUNK_BYTES)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            return -1
+        if not chunk:
+            return -1
+        self._output.feed(chunk)
+        return len(chunk)
+
+    def _drain(self, worker: _Worker | None, limit: int) -> None:
+        """Read what the worker's output pipe holds now, up to ``limit`` bytes."""
+        read = 0
+        while worker is not None and read < limit:
+            size = self._drain_once(worker)
+            if size < 0:
+                self._close_output(worker)
+            if size <= 0:
+                return
+            read += size
+
+    @staticmethod
+    def _close_output(worker: _Worker) -> None:
+        output, worker.output = worker.output, None
+        discard, worker.discard = worker.discard, None
+        for fd in (output, discard):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def _death_message(self, worker: _Worker) -> str:
+        try:
+            code = worker.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return "the worker closed its output"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"the worker was killed by {name}"
+        if code == LAUNCHER_FAILED and self._protections.namespaces:
+            return (f"the worker exited with code {code}: the sandbox could not be set up "
+                    "(or serving.py called os._exit with that code)")
+        return f"the worker exited with code {code} (sys.exit or os._exit in serving.py?)"
+
+    def _stop(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        process = worker.process
+        if worker.replies is not None:  # the portable path: its threads own stdout, stderr
+            self._stop_portably(worker)
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        try:
+            process.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        sweep(self._token)  # anything the worker left, in any process group
+        self._drain(worker, IDLE_DRAIN_BYTES)  # what it wrote before it died is counted
+        self._close_output(worker)
+
+
+    @staticmethod
+    def _stop_portably(worker: _Worker) -> None:
+        """Kill the worker's process tree, then give its output thread a moment to take in
+        what the worker wrote before it died (a process it started in a session of its
+        own may keep the pipe open: the thread is a daemon, and is left to it)."""
+        process = worker.process
+        platform_support.kill_tree(process)
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+        try:
+            process.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        for reader in worker.readers[1:]:
+            reader.join(OUTPUT_JOIN_S)
+
+
+def budget_message(budget_s: float) -> str:
+    """Why a call is refused once the total time budget is spent."""
+    return (f"time budget exhausted: the submission's calls, imports and worker restarts "
+            f"have used the {budget_s:g} s that one grading allows them; this call was not run")
+
+
+def _earlier(reply_id: Any, ident: int) -> bool:
+    """Whether ``reply_id`` names a request before ``ident``."""
+    return isinstance(reply_id, int) and not isinstance(reply_id, bool) and reply_id < ident
+
+
+def _import_message(gone: _WorkerGone) -> str:
+    if gone.status == "timeout":
+        return "serving.py could not be imported: importing it took longer than the deadline"
+    return f"serving.py could not be imported: {gone.message}"
+
+
+def _has_quantity(value: Any) -> bool:
+    if hasattr(value, "m_as"):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_quantity(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_quantity(item) for item in value)
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return any(_has_quantity(item) for item in vars(value).values())
+    return False

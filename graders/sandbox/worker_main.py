@@ -1,0 +1,323 @@
+"""The student worker: imports one ``serving.py`` and answers one JSON line per call.
+
+Run as ``python -I -S -B worker_main.py`` by :mod:`graders.sandbox.runner`, never imported
+by the grader. It uses the standard library only (pint is imported lazily, from
+the runtime folder the grader prepares) so that it can run as an unprivileged
+user with nothing but that folder and a copy of the submission.
+
+Protocol, one JSON object per line:
+
+- first request ``{"op": "init", ...}``; reply ``{"ready": true}`` or
+  ``{"ready": false, "error": "..."}``;
+- ``{"op": "call", "id": N, "fn": NAME, "args": [...], "kwargs": {...}, "fields": [...]|null}``;
+  reply ``{"id": N, "ok": true, "value": ...}`` or ``{"id": N, "ok": false, "error": "..."}``;
+- ``{"op": "pint", "id": N}`` imports pint ahead of calls that pass quantities.
+
+Values the student returns are reduced to plain data here: bool, int, float, str,
+None and lists. Anything else becomes ``{"$unsupported": TYPE}``; a result field the
+object lacks becomes ``{"$missing": FIELD}``. Every text (a str value, an exception
+message) is cut to MAX_TEXT characters with a visible marker, and every sequence to
+MAX_SEQUENCE items, so that a reply stays small; the grader refuses a longer reply line.
+
+The submission's stdout and stderr (fds 1 and 2, whatever writes to them) are one pipe
+that the grader drains: they are flushed before every reply, so that a call's output is
+in the pipe by the time its reply is.
+"""
+
+import contextlib
+import importlib.util
+import json
+import os
+import signal
+import sys
+import traceback
+import types
+from typing import Any, TextIO
+
+MAX_SEQUENCE = 1000
+MAX_TEXT = 500
+REGISTRY: list[Any] = []
+#: The grader's limit on one reply line, in bytes (from the init request).
+REPLY_LIMIT: list[int] = []
+
+
+class ReplyTooLarge(Exception):
+    """The reply would be longer than the grader reads: it is not built further."""
+
+
+class Budget:
+    """Bytes a reply may still take; a lower bound of its JSON size is charged."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+
+    def spend(self, size: int) -> None:
+        if self.left is not None:
+            self.left -= size
+            if self.left < 0:
+                raise ReplyTooLarge
+
+
+def set_limits(limits: dict[str, int]) -> bool:
+    """Lower this process's resource limits before any student code runs; whether it
+    could (not where there is no ``resource`` module, as on Windows)."""
+    try:
+        import resource  # POSIX-only: the worker must start anywhere
+    except ImportError:
+        return False
+    names = {
+        "cpu_s": resource.RLIMIT_CPU,
+        "address_space_bytes": resource.RLIMIT_AS,
+        "processes": resource.RLIMIT_NPROC,
+        "file_size_bytes": resource.RLIMIT_FSIZE,
+        "open_files": resource.RLIMIT_NOFILE,
+        "core_bytes": resource.RLIMIT_CORE,
+    }
+    for key, which in names.items():
+        value = limits.get(key)
+        if value is None:
+            continue
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            resource.setrlimit(which, (min(value, hard), hard))
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return True
+
+
+def unit_registry() -> Any:
+    """The pint registry of the lab (``param = 1 * count``), imported on first use."""
+    if not REGISTRY:
+        import pint
+
+        registry: Any = pint.UnitRegistry()
+        registry.define("param = 1 * count")
+        registry.define("Gbps = gigabit / second")
+        REGISTRY.append(registry)
+    return REGISTRY[0]
+
+
+def decode(value: Any) -> Any:
+    """Turn the grader's tagged JSON into the objects a submission expects."""
+    if isinstance(value, list):
+        return [decode(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "$q" in value:
+        magnitude, unit = value["$q"]
+        return unit_registry().Quantity(magnitude, unit)
+    if "$ns" in value:
+        return types.SimpleNamespace(**{k: decode(v) for k, v in value["$ns"].items()})
+    if "$tuple" in value:
+        return tuple(decode(item) for item in value["$tuple"])
+    if "$map" in value:
+        return {k: decode(v) for k, v in value["$map"].items()}
+    return {k: decode(v) for k, v in value.items()}
+
+
+def plain(value: Any, depth: int = 0, budget: Budget | None = None) -> Any:
+    """Reduce a student value to plain JSON data, reading numbers through their base types.
+
+    Texts are cut to MAX_TEXT characters and sequences to MAX_SEQUENCE items; ``budget``
+    stops the work (ReplyTooLarge) once the reply would exceed the grader's line limit.
+    """
+    budget = budget or Budget(None)
+    budget.spend(1)
+    kind = type(value)
+    if value is None or kind is bool:
+        return value
+    if kind is float or kind is int:
+        return value
+    if kind is str:
+        return spent(bounded_text(value), budget)
+    if isinstance(value, bool):
+        return bool.__bool__(value)
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, str):
+        return spent(bounded_text(str.__str__(value)), budget)
+    if getattr(kind, "__module__", "") == "numpy" and hasattr(value, "item"):
+        try:
+            item = value.item()
+        except Exception:
+            return {"$unsupported": "numpy array"}
+        if type(item) in (bool, int, float):
+            return item
+    if isinstance(value, (list, tuple)) and depth < 3:
+        items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
+        out: list[Any] = []
+        for item in items:
+            if len(out) >= MAX_SEQUENCE:
+                break
+            out.append(plain(item, depth + 1, budget))
+        return out
+    return {"$unsupported": str(getattr(kind, "__qualname__", "object"))[:80]}
+
+
+def spent(text: str, budget: Budget) -> str:
+    """``text``, once its length is charged to ``budget``."""
+    budget.spend(len(text))
+    return text
+
+
+def bounded_text(text: str) -> str:
+    """``text`` (a plain str), cut to MAX_TEXT characters with a marker naming its length."""
+    if len(text) <= MAX_TEXT:
+        return text
+    return f"{text[:MAX_TEXT]}\u2026 [truncated, {len(text)} chars]"
+
+
+def read_fields(result: Any, fields: list[str] | None, budget: Budget | None = None) -> Any:
+    """Read ``fields`` from a result object by attribute, or by position from a tuple."""
+    if fields is None:
+        return plain(result, 0, budget)
+    positional = isinstance(result, tuple) and tuple.__len__(result) == len(fields)
+    values: dict[str, Any] = {}
+    for index, field in enumerate(fields):
+        try:
+            if hasattr(result, field):
+                values[field] = plain(getattr(result, field), 0, budget)
+            elif positional:
+                values[field] = plain(tuple.__getitem__(result, index), 0, budget)
+            else:
+                values[field] = {"$missing": field}
+        except ReplyTooLarge:
+            raise
+        except Exception as error:
+            values[field] = {"$error": describe(error)}
+    return values
+
+
+def describe(error: BaseException) -> str:
+    """``Type: message``, bounded, even for an exception whose ``__str__`` raises."""
+    try:
+        message = str(error)
+    except BaseException:
+        message = "<message could not be read>"
+    name = getattr(type(error), "__name__", "Exception")
+    text = f"{name}: {message}" if message else str(name)
+    return bounded_text(text)
+
+
+def encode(reply: dict[str, Any]) -> str:
+    """One compact JSON line; a value that cannot be encoded becomes an error reply."""
+    try:
+        return json.dumps(reply, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError) as error:
+        return json.dumps({"id": reply.get("id"), "ok": False,
+                           "error": "unencodable result: " + describe(error)})
+
+
+def import_submission(path: str) -> types.ModuleType:
+    """Import the submission as module ``serving``; return it or raise."""
+    spec = importlib.util.spec_from_file_location("serving", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["serving"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def import_failure(error: BaseException, path: str) -> str:
+    """The import error with the traceback lines that point into the submission."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename == path]
+    if isinstance(error, SyntaxError) or not frames:
+        return describe(error)
+    return f"{describe(error)} (serving.py line {frames[-1].lineno})"
+
+
+def answer(module: types.ModuleType, request: dict[str, Any]) -> dict[str, Any]:
+    """Run one request and build its reply."""
+    ident = request.get("id")
+    if request.get("op") == "pint":
+        unit_registry()
+        return {"id": ident, "ok": True, "value": None}
+    function = getattr(module, request["fn"], None)
+    if not callable(function):
+        return {"id": ident, "ok": False,
+                "error": f"serving.py does not define a function {request['fn']}()"}
+    args = decode(request.get("args", []))
+    kwargs = decode(request.get("kwargs", {}))
+    result = function(*args, **kwargs)
+    budget = Budget(REPLY_LIMIT[0] if REPLY_LIMIT else None)
+    try:
+        value = read_fields(result, request.get("fields"), budget)
+    except ReplyTooLarge:  # the grader would refuse the line: say so in a short one
+        return {"id": ident, "ok": False, "oversize": True}
+    return {"id": ident, "ok": True, "value": value}
+
+
+def flush_output() -> None:
+    """Push what the submission printed into the output pipe, ahead of the reply."""
+    for name in ("stdout", "stderr"):
+        # replaced, closed or hostile: the submission's own business
+        with contextlib.suppress(BaseException):
+            getattr(sys, name).flush()
+
+
+def send(replies: TextIO, reply: dict[str, Any]) -> None:
+    """Flush the submission's output, then write one reply line."""
+    flush_output()
+    replies.write(encode(reply) + "\n")
+    replies.flush()
+
+
+def serve_forever(module: types.ModuleType, requests: TextIO, replies: TextIO) -> None:
+    """Answer requests until the grader closes the pipe."""
+    for line in requests:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            return
+        try:
+            reply = answer(module, request)
+        except BaseException as error:  # the submission's exception fails this call only
+            reply = {"id": request.get("id"), "ok": False, "error": describe(error)}
+        send(replies, reply)
+
+
+def main() -> None:
+    """Move the protocol off fds 0/1, limit resources, import the submission, serve.
+
+    fd 2 is the output pipe the grader drains; fd 1 becomes a second copy of it, so that
+    print, sys.stderr and raw writes to fds 1 and 2 all land there, never in the protocol.
+    """
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    init = json.loads(requests.readline())
+    sys.path[:0] = list(init.get("path", []))
+    limits = init.get("limits", {})
+    if isinstance(limits.get("reply_bytes"), int):
+        REPLY_LIMIT.append(limits["reply_bytes"])
+    limited = set_limits(limits)
+    sys.setrecursionlimit(int(init.get("recursion_limit", 3000)))
+    path = init["submission"]
+    try:
+        module = import_submission(path)
+    except BaseException as error:
+        send(replies, {"ready": False, "error": import_failure(error, path)})
+        return
+    pint_loaded = False
+    if init.get("preload_pint"):
+        try:
+            unit_registry()
+            pint_loaded = True
+        except Exception:
+            pint_loaded = False
+    send(replies, {"ready": True, "pint": pint_loaded, "rlimits": limited})
+    serve_forever(module, requests, replies)
+
+
+if __name__ == "__main__":
+    main()
