@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import selected_cases
 
 from graders.sandbox.cleanup import cache_folder
 from graders.sandbox.runner import Limits
@@ -377,8 +378,10 @@ def base() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def graded(base: Path) -> dict[str, Graded]:
-    """Every case graded once (and the extra gradings), two at a time, hangs first."""
+def graded(base: Path, request: pytest.FixtureRequest) -> dict[str, Graded]:
+    """Every selected case graded once (and the extra gradings), two at a time, hangs
+    first; the correct solution always (it lists the tests and seeds the caches)."""
+    wanted = selected_cases(request, ("name",))
     derived = base / "derived"
     (derived / "without_serve").mkdir(parents=True)
     (derived / "without_serve" / "serving.py").write_text(
@@ -389,6 +392,10 @@ def graded(base: Path) -> dict[str, Graded]:
     jobs[CHANGING_AGAIN] = ADVERSARIAL / CHANGING
     if CONSOLE_SCRIPT.is_file():
         jobs[SHADOWS_INSIDE] = ADVERSARIAL / SHADOWS
+    if wanted is not None:  # -k NAME: grade only what the selected tests ask for
+        if CHANGING_AGAIN in wanted or CHANGING in wanted:
+            wanted |= {CHANGING, CHANGING_AGAIN}
+        jobs = {name: path for name, path in jobs.items() if name in wanted or name == CORRECT}
     for stale in ("/tmp/reduce-payload-ran", "/tmp/pth-ran"):
         Path(stale).unlink(missing_ok=True)
     first = grade(CORRECT, jobs.pop(CORRECT), base)  # its TMPDIR seeds the others' caches

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from conftest import selected_cases
 
 pytestmark = pytest.mark.slow
 
@@ -265,11 +266,15 @@ def grade(submission: Path, results: Path) -> Graded:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
-    """Every submission graded once (and REGRADED twice), two at a time."""
+def graded(tmp_path_factory: pytest.TempPathFactory,
+           request: pytest.FixtureRequest) -> dict[str, Graded]:
+    """Every selected submission graded once (and REGRADED twice), two at a time."""
     names = corpus_names() + ([TEMPLATE] if TEMPLATE_PATH.is_file() else [])
     jobs = {name: submission_path(name) for name in names}
     jobs[f"{REGRADED} (again)"] = submission_path(REGRADED)
+    wanted = selected_cases(request, ("bug", "name"))
+    if wanted is not None:  # -k NAME: grade only what the selected tests ask for
+        jobs = {name: path for name, path in jobs.items() if name.split(" (")[0] in wanted}
     # The template fails every test, and shrinking its failures makes it the slowest: first.
     order = sorted(jobs, key=lambda name: name != TEMPLATE)
     folder = tmp_path_factory.mktemp("corpus-results")
