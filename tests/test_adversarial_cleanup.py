@@ -28,7 +28,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +125,8 @@ IPC_MARKS = (("shm", "size", 28_795), ("sem", "nsems", 7), ("msg", "cbytes", 1_2
 
 def leftovers(marker: str) -> list[str]:
     """What a grading left: entries named after it (``marker``, the name of its folder, is
-    in every name its submission gives) in the shared folders, processes that carry it in
-    their working folder or environment, and IPC objects like leave_shared_files's.
+    in every name its submission gives) in the shared folders, and processes that carry it
+    in their working folder or environment.
 
     (Not by uid: once the grading has given its sandbox user back, another grading on this
     machine may be using it.)"""
@@ -135,6 +135,14 @@ def leftovers(marker: str) -> list[str]:
         with contextlib.suppress(OSError):
             found += [str(entry) for entry in folder.iterdir() if marker in entry.name]
     found += [f"process {pid}" for pid in processes_marked(marker)]
+    return found
+
+
+def ipc_leftovers() -> list[str]:
+    """SysV IPC objects like leave_shared_files's, known by their unusual sizes. They carry
+    no name, so they are looked for once no grading runs any more: while one runs, the
+    objects its submission holds are alive (and are removed when it ends)."""
+    found = []
     for kind, column, size in IPC_MARKS:
         lines = Path(f"/proc/sysvipc/{kind}").read_text(encoding="ascii").splitlines()
         index = lines[0].split().index(column)
@@ -171,7 +179,10 @@ def graded(base: Path) -> dict[tuple[str, str], Graded]:
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(lambda job: grade(base, ADVERSARIAL / job[0],
                                                f"{job[0]}-{job[1]}", job[1]), jobs))
-    return dict(zip(jobs, runs, strict=True))
+    left_in_ipc = tuple(ipc_leftovers())  # every grading has ended: what is left stays
+    return {job: replace(run, leftovers=run.leftovers + left_in_ipc)
+            if job[0] == "leave_shared_files" else run
+            for job, run in zip(jobs, runs, strict=True)}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -220,6 +231,7 @@ def test_a_regrade_with_deep_folders_in_its_slots_grades_every_classmate(
     assert os.listdir(temp) == []  # the slots' folders are gone
     assert not [p for p in out.iterdir() if p.name.startswith(".regrade-jobs-")]
     assert leftovers(home.name) == []
+    assert ipc_leftovers() == []  # the regrade has ended: nothing of any grading is left
 
 
 # --- two gradings at the same time: the attacker gains nothing -------------------------------
