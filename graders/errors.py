@@ -21,7 +21,3 @@ class SettingsError(ValueError, GraderError):
 
 class GoldenError(ValueError, GraderError):
     """A golden file is missing, malformed, or does not match the tracks or cases."""
-
-
-class ReportError(GraderError):
-    """The feedback report was asked for but cannot be made (e.g. matplotlib is missing)."""

@@ -1,4 +1,7 @@
-"""Shared fixtures: the cloud_fleet track of lab-spec section 3, built by hand."""
+"""Shared fixtures: the cloud_fleet track of lab-spec section 3, built by hand.
+
+Helpers that are not fixtures (paths, the CLI, the corpora's gradings) are in helpers.py.
+"""
 
 from __future__ import annotations
 
@@ -73,19 +76,3 @@ def cloud_profile() -> ServingTrackProfile:
 def llama_model() -> SimpleNamespace:
     return llama2_70b()
 
-
-def selected_cases(request: pytest.FixtureRequest, params: tuple[str, ...]) -> set[str] | None:
-    """The submissions the selected tests of the requesting module ask for (their
-    parameter named one of ``params``), so that ``-k NAME`` grades only NAME; None when a
-    selected test of the module needs the whole corpus (it has no such parameter)."""
-    wanted: set[str] = set()
-    for item in request.session.items:
-        if getattr(item, "module", None) is not request.module \
-                or "graded" not in getattr(item, "fixturenames", ()):
-            continue
-        callspec = getattr(item, "callspec", None)
-        found = [callspec.params[p] for p in params if callspec and p in callspec.params]
-        if not found:
-            return None
-        wanted.update(str(value) for value in found)
-    return wanted

@@ -28,7 +28,7 @@ from graders.expected.golden import GOLDEN_NAME, build_golden
 from graders.grading.scoring import GraderMark
 from graders.sandbox.cleanup import remove_tree
 from graders.suite import HIDDEN_PREFIX
-from graders.versions import GRADING_PACKAGES, REPORT_PACKAGES, pinned_requirements
+from graders.versions import GRADING_PACKAGES, pinned_requirements
 
 TEMPLATES = Path(__file__).with_name("templates")
 #: Instructor-only parts of the ``graders`` package (sub-packages, or modules by their
@@ -209,15 +209,15 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
 
 def _student_pyproject(root: Path) -> str:
     """The bundle's pyproject: the grading dependencies pinned exactly as
-    ``graders/constraints.txt`` pins them, so students grade with the official versions."""
+    ``graders/constraints.txt`` pins them, so students grade with the official versions
+    (the HTML page needs nothing more)."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     dependencies = pinned_requirements(GRADING_PACKAGES)
-    report = pinned_requirements(REPORT_PACKAGES, without=GRADING_PACKAGES)
     if not dependencies:
         raise ExportError("graders/constraints.txt pins none of the installed grading "
                           "dependencies; refresh it (python tools/refresh_constraints.py)")
     return _fill("student_pyproject.toml", version=project["version"],
-                 dependencies=_toml_list(dependencies), report=_toml_list(report))
+                 dependencies=_toml_list(dependencies))
 
 
 def _toml_list(items: list[str]) -> str:

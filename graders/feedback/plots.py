@@ -1,28 +1,25 @@
 """Plots of the feedback report: the student's curves against the reference, as inline SVG.
 
-matplotlib is an optional extra; it is imported only here, and only when a report is
-asked for. Figures are drawn with the object-oriented API (no pyplot, no global backend).
+What each panel shows is decided here; the axes come from :mod:`graders.feedback.scales`
+and the drawing from :mod:`graders.feedback.svg` (standard library only, so the page
+needs nothing beyond the grader's base install).
 """
 
 from __future__ import annotations
 
 import base64
-import io
 import math
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
 
-from graders.errors import ReportError
 from graders.feedback.checks import Row, real
+from graders.feedback.curves import Panel
+from graders.feedback.legend import Entry, draw_legend
 from graders.feedback.measure import MeasuredSweep
+from graders.feedback.scales import Kind, Scale, autoscale, choose_ticks, label, representable
+from graders.feedback.svg import Canvas, Marker, Point, Stroke, fit, text_width
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-
-INSTALL_HINT = "pip install 'serving-lab-grader[report]'"
-#: The same, in the student bundle (its package is serving-lab-student, installed editable).
-BUNDLE_INSTALL_HINT = "pip install -e '.[report]' (in the folder of the lab's pyproject.toml)"
 FIELD_LABELS = {
     "p99_latency_ms": "p99", "p999_latency_ms": "p999", "total_p99_ms": "total p99",
     "throughput_gain": "throughput gain", "max_concurrent": "max_concurrent",
@@ -30,7 +27,7 @@ FIELD_LABELS = {
 }
 COLORS = ("#1f5fbf", "#d9731a")
 VIOLATION = "#d62728"
-#: Where infinite values are drawn, as a fraction of the axes' height.
+#: Where infinite values are drawn, as a fraction of the plot area's height.
 INF_HEIGHT = 0.96
 INF_LABEL = "infinite (drawn at the top)"
 #: The vertical step between the rows of infinite markers of a panel's fields.
@@ -39,149 +36,232 @@ INF_LEGEND_COLOR = "#555555"
 #: Colour and line style of the guides: vertical (saturation, scale-out) and horizontal
 #: (SLO, service time, pass mark) ones differ, so their legend entries do too.
 GUIDE_STYLES = {"x": ("#555555", ":"), "y": ("#b8860b", "-.")}
-PANEL_WIDTH_IN = 4.6
+#: Line styles as SVG dash patterns, for a line 1.3 wide.
+DASHES = {"-": None, "--": "5.9 2.6", ":": "1.3 2.2", "-.": "8.5 2.1 1.3 2.1"}
+
+PANEL_WIDTH, PANEL_HEIGHT = 440.0, 330.0
+TOP, BOTTOM, RIGHT = 30.0, 46.0, 16.0
+TICK_SIZE, LABEL_SIZE, TITLE_SIZE = 11.0, 12.0, 13.0
+FRAME, GRID = "#333333", "#dddddd"
+#: Marker sizes: the student's dots, infinite values' triangles, violations' crosses.
+DOT, TRIANGLE, CROSS = 4.7, 8.0, 13.0
+MAX_X_TICKS, MAX_Y_TICKS = 9, 8
 
 
-def require_matplotlib(flag: str) -> None:
-    """Raise :class:`ReportError` naming ``flag`` and the install command if matplotlib is
-    missing."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise ReportError(f"{flag} needs matplotlib, which is not installed: "
-                          f"{install_hint()}") from None
+@dataclass(frozen=True)
+class _Area:
+    """A panel's plot area in pixels, and its scales."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+    x: Scale
+    y: Scale
+
+    def point(self, x: float, y: float) -> Point:
+        """Where the value ``(x, y)`` is drawn."""
+        return (self.left + self.width * self.x.fraction(x),
+                self.top + self.height * (1.0 - self.y.fraction(y)))
+
+    def top_row(self, x: float, height: float) -> Point:
+        """``x`` at ``height``, a fraction of the area's height (for infinite values)."""
+        return self.left + self.width * self.x.fraction(x), self.top + self.height * (
+            1.0 - height)
 
 
-def install_hint() -> str:
-    """The command that installs the report extra where this grader is: the student bundle
-    (which carries golden.json) or the grader's own package."""
-    bundle = (Path(__file__).parents[1] / "golden.json").exists()
-    return BUNDLE_INSTALL_HINT if bundle else INSTALL_HINT
+@dataclass
+class _Drawing:
+    """A panel being drawn: its legend's entries, and what the legend should not hide."""
+
+    canvas: Canvas
+    area: _Area
+    legend: list[Entry] = field(default_factory=list)
+    runs: list[list[Point]] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
+
+    def once(self, entry: Entry) -> None:
+        """Add ``entry`` to the legend unless an entry has its label already."""
+        if all(e.label != entry.label for e in self.legend):
+            self.legend.append(entry)
+
+    def path(self, runs: list[list[Point]], stroke: Stroke, *, round_cap: bool = False) -> None:
+        """Draw a line (the legend keeps clear of it)."""
+        self.canvas.path(runs, stroke, cap="round" if round_cap else "butt")
+        self.runs.extend(runs)
+
+    def markers(self, points: list[Point], shape: Marker, size: float, color: str, *,
+                opacity: float = 1.0, edge: str | None = None) -> None:
+        """Draw markers (the legend keeps clear of them)."""
+        self.canvas.markers(points, shape, size, color, opacity=opacity, edge=edge)
+        self.points.extend(points)
 
 
 def figure_uri(sweeps: Sequence[MeasuredSweep]) -> str:
     """One figure, a panel per plotted panel of ``sweeps``, as an SVG ``data:`` URI."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
     panels = [(m, i) for m in sweeps if m.plotted for i in range(len(m.sweep.panels))]
     if not panels:
         raise ValueError("no sweep to plot")
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "serving-lab",
-                                "font.size": 9, "axes.titlesize": 10}):
-        width = PANEL_WIDTH_IN * len(panels)
-        figure = Figure(figsize=(width, 3.4))  # fixed margins: constrained layout is slow
-        figure.subplots_adjust(left=0.8 / width, right=1 - 0.1 / width, bottom=0.15,
-                               top=0.9, wspace=0.3)
-        axes = figure.subplots(1, len(panels), squeeze=False)[0]
-        for ax, (measured, index) in zip(axes, panels, strict=True):
-            _draw(ax, measured, index)
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="svg", metadata={"Date": None})
-    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    canvas = Canvas(PANEL_WIDTH * len(panels), PANEL_HEIGHT)
+    for column, (measured, index) in enumerate(panels):
+        _draw(canvas, PANEL_WIDTH * column, measured, index)
+    return "data:image/svg+xml;base64," + base64.b64encode(canvas.document()).decode("ascii")
 
 
-def _tick(value: float, _position: int | None = None) -> str:
-    return f"{value:g}"
+def _values(rows: Sequence[Row], name: str) -> list[float | None]:
+    return [real(row, name) for row in rows]
 
 
-def _tidy_y(ax: Axes, scale: str) -> None:
-    """A narrow positive range reads better on a linear axis; a few decades, with
-    ticks at 1, 2 and 5 of each."""
-    from matplotlib.ticker import LogLocator
-
-    low, high = ax.get_ylim()
-    if scale not in ("log", "symlog") or low <= 0:
-        return
-    if high / low < 10:
-        ax.set_yscale("linear")
-    elif high / low < 1000 and scale == "log":
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-
-
-def _values(rows: Sequence[Row], field: str) -> list[float | None]:
-    return [real(row, field) for row in rows]
-
-
-def _draw(ax: Axes, measured: MeasuredSweep, index: int) -> None:
-    from matplotlib.ticker import FuncFormatter
-
+def _draw(canvas: Canvas, offset: float, measured: MeasuredSweep, index: int) -> None:
     sweep = measured.sweep
     panel = sweep.panels[index]
-    ax.set_xscale(sweep.x_scale)
-    if panel.y_scale == "symlog":
-        ax.set_yscale("symlog", linthresh=1.0)
-    else:
-        ax.set_yscale(panel.y_scale)
-    positive = panel.y_scale == "log"
     xs = list(sweep.xs)
-    for index, (color, field) in enumerate(zip(COLORS, panel.fields, strict=False)):
-        name = FIELD_LABELS.get(field, field)
-        height = INF_HEIGHT - INF_STEP * index  # each field's triangles on a row of their own
-        _line(ax, xs, _values(measured.reference, field), positive, color=color,
-              label=f"reference {name}", style={"linestyle": "-", "linewidth": 4,
-                                                "alpha": 0.3}, height=height)
-        _line(ax, xs, _values(measured.student, field), positive, color=color,
-              label=f"yours: {name}", style={"linestyle": "--", "linewidth": 1.2,
-                                            "marker": "o", "markersize": 3.5}, yours=True,
-              height=height)
-    for guide in panel.guides:
-        draw = ax.axvline if guide.axis == "x" else ax.axhline
-        color, linestyle = GUIDE_STYLES[guide.axis]
-        draw(guide.value, color=color, linestyle=linestyle, linewidth=1, label=guide.label)
-    _violations(ax, measured, panel.fields, positive)
+    curves = [(color, name, _values(measured.reference, name), _values(measured.student, name))
+              for color, name in zip(COLORS, panel.fields, strict=False)]
+    x_values = [*xs, *(g.value for g in panel.guides if g.axis == "x")]
+    y_values = [*(y for _, _, ref, mine in curves for y in (*ref, *mine)),
+                *(g.value for g in panel.guides if g.axis == "y")]
+    area, x_ticks, y_ticks = _layout(offset, autoscale(sweep.x_scale, x_values),
+                                     autoscale(panel.y_scale, y_values))
+    drawing = _Drawing(canvas, area)
+    _axes(drawing, x_ticks, y_ticks)
+    for row, (color, name, reference, student) in enumerate(curves):
+        shown = FIELD_LABELS.get(name, name)
+        height = INF_HEIGHT - INF_STEP * row  # each field's triangles on a row of their own
+        _curve(drawing, xs, reference, panel.y_scale, height,
+               Entry(f"reference {shown}", Stroke(color, 5.3, opacity=0.3)))
+        _curve(drawing, xs, student, panel.y_scale, height,
+               Entry(f"yours: {shown}", Stroke(color, 1.6, DASHES["--"]), "circle", color, DOT))
+    _guides(drawing, panel)
+    _violations(drawing, measured, panel)
+    canvas.rect((area.left, area.top), area.width, area.height, stroke=Stroke(FRAME, 1.0))
     fields = " and ".join(FIELD_LABELS.get(f, f) for f in panel.fields)
-    ax.set_title(f"{fields} against {sweep.x_label.split(' (')[0]}")
-    ax.set_xlabel(sweep.x_label)
-    ax.set_ylabel(panel.y_label)
-    _tidy_y(ax, panel.y_scale)
-    ax.grid(True, which="major", alpha=0.25)
-    ax.minorticks_off()
-    for axis in (ax.xaxis, ax.yaxis):  # plain numbers: mathtext labels are slow to lay out
-        axis.set_major_formatter(FuncFormatter(_tick))
-    ax.legend(fontsize=7, loc="best")
+    _labels(canvas, offset, area, f"{fields} against {sweep.x_label.split(' (')[0]}",
+            sweep.x_label, panel.y_label)
+    draw_legend(canvas, (area.left, area.top, area.width, area.height), drawing.legend,
+                drawing.runs, drawing.points)
 
 
-def _line(ax: Axes, xs: Sequence[float], ys: Sequence[float | None], positive: bool, *,
-          color: str, label: str, style: dict[str, Any], yours: bool = False,
-          height: float = 0.0) -> None:
-    """A curve with gaps where there is no value; infinite values as ^ at the top
-    (the student's first ones labelled in the legend)."""
-    finite = [math.nan if y is None or math.isinf(y) or (positive and y <= 0) else y
-              for y in ys]
-    if all(math.isnan(y) for y in finite) and not any(y is not None and math.isinf(y)
-                                                        for y in ys):
+def _fits(ticks: list[float], scale: Scale, length: float, limit: int,
+          room: Callable[[float, float], float]) -> bool:
+    """At most ``limit`` ticks, neighbours at least ``room(a, b)`` apart on ``length``."""
+    places = [scale.fraction(t) * length for t in ticks]
+    return len(ticks) <= limit and all(
+        b - a >= room(s, t) for (a, s), (b, t) in pairwise(zip(places, ticks, strict=True)))
+
+
+def _layout(offset: float, x: Scale, y: Scale) -> tuple[_Area, list[float], list[float]]:
+    """The plot area (its left margin fits the y ticks' labels) and the ticks of both axes."""
+    height = PANEL_HEIGHT - TOP - BOTTOM
+    y_ticks = choose_ticks(y, lambda ticks: _fits(ticks, y, height, MAX_Y_TICKS,
+                                                  lambda a, b: TICK_SIZE * 1.6))
+    left = 34.0 + max((text_width(label(t), TICK_SIZE) for t in y_ticks), default=0.0)
+    width = PANEL_WIDTH - left - RIGHT
+
+    def apart(a: float, b: float) -> float:
+        return (text_width(label(a), TICK_SIZE) + text_width(label(b), TICK_SIZE)) / 2 + 10
+
+    x_ticks = choose_ticks(x, lambda ticks: _fits(ticks, x, width, MAX_X_TICKS, apart))
+    return _Area(offset + left, TOP, width, height, x, y), x_ticks, y_ticks
+
+
+def _axes(drawing: _Drawing, x_ticks: list[float], y_ticks: list[float]) -> None:
+    """Grid lines, tick marks and tick labels."""
+    a, canvas = drawing.area, drawing.canvas
+    bottom = a.top + a.height
+    xs = [(t, a.point(t, a.y.low)[0]) for t in x_ticks]
+    ys = [(t, a.point(a.x.low, t)[1]) for t in y_ticks]
+    canvas.path([[(x, a.top), (x, bottom)] for _, x in xs]
+                + [[(a.left, y), (a.left + a.width, y)] for _, y in ys], Stroke(GRID, 0.8))
+    canvas.path([[(x, bottom), (x, bottom + 4)] for _, x in xs]
+                + [[(a.left - 4, y), (a.left, y)] for _, y in ys], Stroke(FRAME, 0.8))
+    for tick, x in xs:
+        canvas.text((x, bottom + 5 + TICK_SIZE), label(tick), size=TICK_SIZE, anchor="middle")
+    for tick, y in ys:
+        canvas.text((a.left - 7, y + TICK_SIZE * 0.35), label(tick), size=TICK_SIZE,
+                    anchor="end")
+
+
+def _curve(drawing: _Drawing, xs: Sequence[float], ys: Sequence[float | None], kind: Kind,
+           height: float, entry: Entry) -> None:
+    """A curve with gaps where there is no value (or none a ``kind`` axis can show);
+    infinite values as triangles at ``height`` (the student's in the legend once)."""
+    a = drawing.area
+    runs: list[list[Point]] = [[]]
+    infinite = []
+    for x, y in zip(xs, ys, strict=True):
+        if a.x.holds(x) and y is not None and math.isinf(y):
+            infinite.append(a.top_row(x, height))
+        if a.x.holds(x) and y is not None and representable(kind, y) and a.y.holds(y):
+            runs[-1].append(a.point(x, y))
+        elif runs[-1]:
+            runs.append([])
+    runs = [run for run in runs if run]
+    if not runs and not infinite or entry.stroke is None:
         return
-    ax.plot(xs, finite, color=color, label=label, **style)
-    infinite = [x for x, y in zip(xs, ys, strict=True) if y is not None and math.isinf(y)]
+    drawing.legend.append(entry)
+    drawing.path(runs, entry.stroke, round_cap=entry.marker is None)
+    if entry.marker is not None:
+        drawing.markers([p for run in runs for p in run], entry.marker, entry.size, entry.color)
     if infinite:
-        if yours and not any(line.get_label() == INF_LABEL for line in ax.get_lines()):
-            # the legend's entry: a neutral triangle of its own, never one a curve hides
-            ax.plot([], [], linestyle="none", marker="^", color=INF_LEGEND_COLOR,
-                    markersize=6, label=INF_LABEL)
-        ax.plot(infinite, [height or INF_HEIGHT] * len(infinite), linestyle="none",
-                marker="^", color=color, alpha=style.get("alpha", 1.0), markersize=6,
-                transform=ax.get_xaxis_transform(), label=None)
+        if entry.marker is not None:  # the legend's entry: a neutral triangle of its own
+            drawing.once(Entry(INF_LABEL, marker="triangle", color=INF_LEGEND_COLOR,
+                                size=TRIANGLE))
+        drawing.markers(infinite, "triangle", TRIANGLE, entry.stroke.color,
+                        opacity=entry.stroke.opacity)
 
 
-def _violations(ax: Axes, measured: MeasuredSweep, fields: Sequence[str],
-                positive: bool) -> None:
-    marks = [v for v in measured.violations if v.field in fields]
-    if not marks:
-        return
-    finite_x, finite_y, top_x = [], [], []
-    for violation in marks:
-        x = measured.sweep.xs[violation.index]
-        y = real(measured.student[violation.index], violation.field)
-        if y is None or math.isinf(y) or (positive and y <= 0):
-            top_x.append(x)
+def _guides(drawing: _Drawing, panel: Panel) -> None:
+    """Vertical guides for axis "x", horizontal ones for "y", each in the legend."""
+    a = drawing.area
+    for guide in panel.guides:
+        color, style = GUIDE_STYLES[guide.axis]
+        stroke = Stroke(color, 1.3, DASHES[style])
+        if guide.axis == "x" and a.x.holds(guide.value):
+            x = a.point(guide.value, a.y.low)[0]
+            drawing.path([[(x, a.top), (x, a.top + a.height)]], stroke)
+        elif guide.axis == "y" and a.y.holds(guide.value):
+            y = a.point(a.x.low, guide.value)[1]
+            drawing.path([[(a.left, y), (a.left + a.width, y)]], stroke)
         else:
-            finite_x.append(x)
-            finite_y.append(y)
-    style: dict[str, Any] = {"linestyle": "none", "marker": "X", "markersize": 10,
-                             "color": VIOLATION, "markeredgecolor": "white", "zorder": 5}
-    if finite_x:
-        ax.plot(finite_x, finite_y, label="invariant violated", **style)
-    if top_x:
-        ax.plot(top_x, [INF_HEIGHT] * len(top_x), transform=ax.get_xaxis_transform(),
-                label=None if finite_x else "invariant violated", **style)
+            continue
+        drawing.legend.append(Entry(guide.label, stroke))
+
+
+def _violations(drawing: _Drawing, measured: MeasuredSweep, panel: Panel) -> None:
+    """A red X on every point that breaks an invariant; at the top when its value is not
+    a number the axis can show."""
+    a = drawing.area
+    marks: list[Point] = []
+    for violation in measured.violations:
+        x = measured.sweep.xs[violation.index]
+        if violation.field not in panel.fields or not a.x.holds(x):
+            continue
+        y = real(measured.student[violation.index], violation.field)
+        if y is not None and representable(panel.y_scale, y) and a.y.holds(y):
+            marks.append(a.point(x, y))
+        else:
+            marks.append(a.top_row(x, INF_HEIGHT))
+    if marks:
+        edge = "#ffffff"
+        drawing.markers(list(dict.fromkeys(marks)), "cross", CROSS, VIOLATION, edge=edge)
+        drawing.once(Entry("invariant violated", marker="cross", color=VIOLATION, size=CROSS,
+                            edge=edge))
+
+
+def _labels(canvas: Canvas, offset: float, a: _Area, title: str, x_label: str,
+            y_label: str) -> None:
+    """The title above the plot area, the axes' labels beside it, each cut to its room."""
+    middle = a.left + a.width / 2
+    _centred(canvas, title, TITLE_SIZE, (middle, TOP - 10), offset)
+    _centred(canvas, x_label, LABEL_SIZE, (middle, PANEL_HEIGHT - 8), offset)
+    canvas.text((offset + 16, a.top + a.height / 2), fit(y_label, a.height, LABEL_SIZE),
+                size=LABEL_SIZE, anchor="middle", vertical=True)
+
+
+def _centred(canvas: Canvas, text: str, size: float, at: Point, offset: float) -> None:
+    """``text`` centred on ``at``, moved in as far as it must to stay on its panel."""
+    text = fit(text, PANEL_WIDTH - 8, size)
+    half = text_width(text, size) / 2
+    x = min(max(at[0], offset + 4 + half), offset + PANEL_WIDTH - 4 - half)
+    canvas.text((x, at[1]), text, size=size, anchor="middle")

@@ -98,9 +98,9 @@ def erlang_c_cases() -> list[Case]:
 
 def quantity_cases() -> list[Case]:
     """Quantities in several units, plain numbers, None, and unconvertible values."""
-    from graders.units import ureg
+    from graders.units import registry
 
-    q = ureg.Quantity
+    q = registry().Quantity
     conversions = [
         (q(80, "GiB"), "GB"), (q(2, "MiB"), "GB"), (q(85899.34592, "MB"), "GB"),
         (q(3.35, "TB/s"), "GB/s"), (q(30, "Gbps"), "GB/s"), (q(64, "GB/s"), "GB/s"),

@@ -81,10 +81,6 @@ def pytest_configure(config: pytest.Config) -> None:
                            (settings.html, "--grader-html")):
             if path is not None:  # before any student code runs, as graders grade does
                 check_output_file(path, flag)
-        if settings.html is not None:
-            from graders.feedback.plots import require_matplotlib
-
-            require_matplotlib("--grader-html")
         session = GradingSession.open(settings, load_tracks)
     except GraderError as error:
         raise pytest.UsageError(str(error)) from None

@@ -5,6 +5,7 @@ is in module functions below it and in the sub-packages they call.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Generator
 from fractions import Fraction
@@ -71,6 +72,7 @@ class GradingHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         _finish(self.session)
+        _quiet_unused_hypothesis(session.config)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config
@@ -86,6 +88,22 @@ class GradingHooks:
                                 config: pytest.Config) -> None:
         if self.session.scores:
             _summary(terminalreporter, config, self.session)
+
+
+#: Hypothesis's pytest plugin, as its entry point names it.
+HYPOTHESIS_PLUGIN = "hypothesispytest"
+
+
+def _quiet_unused_hypothesis(config: pytest.Config) -> None:
+    """Unregister Hypothesis's pytest plugin when nothing in the run imported Hypothesis.
+
+    Its terminal summary imports Hypothesis whatever the run did (about 1 s, and 2 s more
+    where pytest rewrites Hypothesis's modules because bytecode cannot be cached), to
+    report on tests that did not use it. A run whose tests use Hypothesis has imported it
+    by now, and keeps the plugin.
+    """
+    if "hypothesis" not in sys.modules and config.pluginmanager.has_plugin(HYPOTHESIS_PLUGIN):
+        config.pluginmanager.unregister(name=HYPOTHESIS_PLUGIN)
 
 
 def _header(session: GradingSession) -> list[str]:

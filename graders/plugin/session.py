@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,8 +37,9 @@ from graders.sandbox.privileges import (
     protected_folders,
     running_as_root,
 )
-from graders.sandbox.runner import CallOutcome, StudentRunner
+from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
 from graders.sandbox.submission import locate_submission, read_submission
+from graders.units import registry
 from graders.versions import grading_versions
 
 #: Bytes held for results.json: it stays under 1 MiB whatever a submission returns.
@@ -64,6 +65,8 @@ class GradingSession:
     #: Answers to cases already asked, by ("hidden" or "visible", case key).
     outcomes: dict[tuple[str, str], CallOutcome] = field(default_factory=dict)
     evidences: dict[str, FunctionEvidence] = field(default_factory=dict)
+    #: The visible cases of the run's tracks, by function, in suite order (made once).
+    cases_by_function: dict[str, list[Case]] = field(default_factory=dict)
     #: The worker of the hidden tests, started after every visible call was made.
     hidden_runner: StudentRunner | None = None
     #: The HTML report's curves, measured before the visible worker stops.
@@ -111,6 +114,7 @@ class GradingSession:
                 close_to_others(protected_folders())
             runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox)
             runner.start()
+            registry(runner.grader_definitions)  # parsed once, not at every grading
             tracks = oracle.bind(load_tracks())
         except BaseException:
             if runner is not None:
@@ -133,10 +137,12 @@ class GradingSession:
 
     def close(self) -> None:
         """Stop both workers, then give the sandbox user back (the hidden worker reuses
-        the visible one's user, so only the session may release it)."""
-        self.runner.close()
+        the visible one's user, so only the session may release it). The hidden worker,
+        the one that may still run, is stopped first: the visible runner's sweep of the
+        user then finds nothing left to kill."""
         if self.hidden_runner is not None:
             self.hidden_runner.close()
+        self.runner.close()
         if self.runner.sandbox is not None:
             self.runner.sandbox.release()
 
@@ -150,15 +156,31 @@ class GradingSession:
                                              case.fields)
         return self.outcomes[key]
 
+    def _visible_outcomes(self, cases: list[Case]) -> Iterator[CallOutcome]:
+        """The visible worker's answer to each of ``cases``, in order: the ones not asked
+        yet are asked in one pipeline (the same calls, in the same order, as one by one)."""
+        missing: dict[str, Case] = {}
+        for case in cases:
+            if ("visible", case.key) not in self.outcomes:
+                missing.setdefault(case.key, case)
+        answers = self.runner.call_many([CallRequest(case.function, case.args, case.kwargs,
+                                                     case.fields) for case in missing.values()])
+        for case in cases:
+            key = ("visible", case.key)
+            if key not in self.outcomes:
+                self.outcomes[key] = next(answers)
+            yield self.outcomes[key]
+
     def evidence(self, function: str) -> FunctionEvidence:
         """What ``function`` answered across every visible case of the run's tracks."""
         if function not in self.evidences:
             evidence = FunctionEvidence()
-            for case in visible_cases(self.tracks):
-                if case.function != function:
-                    continue
+            if not self.cases_by_function:
+                for case in visible_cases(self.tracks):
+                    self.cases_by_function.setdefault(case.function, []).append(case)
+            cases = self.cases_by_function.get(function, [])
+            for case, outcome in zip(cases, self._visible_outcomes(cases), strict=True):
                 expected = self.oracle.expected(case)
-                outcome = self.case_outcome(case, hidden=False)
                 inputs = [*case.args, *case.kwargs.values()]
                 passed = outcome.ok and not self._differences(expected, outcome.value)
                 right = nontrivial_matches(

@@ -115,7 +115,7 @@ OPTIONS: tuple[Option, ...] = (
            "extra_data (ignored when the file is absent)", "PATH"),
     Option("html", "--grader-html", str, None,
            "write a self-contained HTML feedback report (scores, feedback, and plots of the "
-           "student's curves against the reference; needs the report extra) to this path",
+           "student's curves against the reference) to this path",
            "PATH"),
 )
 

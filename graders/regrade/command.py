@@ -1,8 +1,9 @@
 """``graders regrade SUBMISSIONS --out DIR``: grade a whole class in parallel, resumably,
 and report on it.
 
-Each submission is graded by its own ``graders grade`` subprocess in a job slot (see
-:mod:`graders.regrade.slots`), bounded by ``--timeout``. Submissions already graded from the
+Each submission is graded by ``graders grade`` in a job slot (see
+:mod:`graders.regrade.slots`), in the slot's long-lived grading process (see
+:mod:`graders.regrade.server`), bounded by ``--timeout``. Submissions already graded from the
 same ``serving.py`` by the same grader are skipped unless ``--force``. Outputs, in DIR:
 ``submissions/<id>/results.json`` (with meta.json and grade.log), ``grades.csv``, and the
 class report ``report.md``, ``report.json`` and ``histogram.png``.
@@ -184,6 +185,7 @@ def _grade_all(pending: Sequence[ClassSubmission], context: JobContext, jobs: in
                     future.cancel()
                 raise
     finally:
+        context.stop_processes()
         release_slots(slots)
         report_problems(remove_tree(work) + remove_tree(private), what="regrade clean-up")
 

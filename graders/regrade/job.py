@@ -1,11 +1,13 @@
-"""One submission of a regrade: ``graders grade`` in a subprocess, bounded by a wall clock.
+"""One submission of a regrade: ``graders grade`` in the slot's grading process, bounded by
+a wall clock.
 
-The subprocess is the same trusted, isolated grading as a single ``graders grade``: it
-grades a private copy of the submission's ``serving.py`` from the slot's private folder,
-with the slot's sandbox user (the regrade holds its lock and passes it down, so the child
-neither claims another user nor waits for this one), in a session of its own. Past the
-timeout its process group is killed, the slot is cleaned, and fallback results say why.
-Student code never runs in the regrade process.
+The grading is the same trusted, isolated grading as a single ``graders grade``: it grades
+a private copy of the submission's ``serving.py`` from the slot's private folder, with the
+slot's sandbox user (the regrade holds its lock and passes it down, so the grading
+neither claims another user nor waits for this one), in the slot's long-lived grading
+process (see :mod:`graders.regrade.server`), which runs in a session of its own. Past the
+timeout that process group is killed, the slot is cleaned, and fallback results say why.
+Student code never runs in the regrade process, nor in the grading process.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 import graders
 from graders.errors import SubmissionError
 from graders.regrade.roster import ClassSubmission, submission_file
+from graders.regrade.server import GradingProcess
 from graders.regrade.slots import Slot
 from graders.regrade.state import RESULTS_NAME, JobRecord, sha256, write_record
 from graders.results.reports import (
@@ -52,6 +54,26 @@ class JobContext:
     stop: threading.Event = field(default_factory=threading.Event)
     _running: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Each slot's grading process, by slot number.
+    _processes: dict[int, GradingProcess] = field(default_factory=dict)
+
+    def grading_process(self, slot: Slot) -> GradingProcess:
+        """The slot's grading process (started on its first job)."""
+        with self._lock:
+            if slot.number not in self._processes:
+                self._processes[slot.number] = GradingProcess(
+                    cwd=slot.private, environment=child_environment(slot),
+                    pass_fds=passed_fds(slot), register=self.register,
+                    unregister=self.unregister)
+            return self._processes[slot.number]
+
+    def stop_processes(self) -> None:
+        """Stop every slot's grading process (at the end of the regrade)."""
+        with self._lock:
+            processes = list(self._processes.values())
+            self._processes.clear()
+        for process in processes:
+            process.stop()
 
     def folder(self, submission: ClassSubmission) -> Path:
         return self.out / "submissions" / submission.id
@@ -74,20 +96,18 @@ class JobContext:
                     os.killpg(process.pid, signal.SIGKILL)
 
 
-def grade_command(staged: Path, results: Path, slot: Slot, options: list[str]) -> list[str]:
-    """The ``graders grade`` command line of one job."""
-    # -P: the slot's folder (the working folder) is not put on sys.path
-    command = [sys.executable, "-P", "-m", "graders", "grade", str(staged),
-               "--results", str(results), "-q", *options]
+def grade_arguments(staged: Path, results: Path, slot: Slot, options: list[str]) -> list[str]:
+    """The ``graders grade`` arguments of one job."""
+    arguments = [str(staged), "--results", str(results), "-q", *options]
     if slot.user is not None:
-        command += ["--sandbox-user", slot.user.name]
-    return command
+        arguments += ["--sandbox-user", slot.user.name]
+    return arguments
 
 
 def child_environment(slot: Slot) -> dict[str, str]:
     """This environment, with the slot's TMPDIR, no pytest settings, this grader first on
-    the path (so the subprocess grades with exactly the code that planned the job), and,
-    as root, the slot user's lock handed down (see :func:`passed_fds`)."""
+    the path (so the grading process grades with exactly the code that planned the job),
+    and, as root, the slot user's lock handed down (see :func:`passed_fds`)."""
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith("PYTEST_") and key != LOCK_VARIABLE}
     environment["TMPDIR"] = str(slot.temp)
@@ -119,16 +139,19 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
         reason = str(error).replace(str(submission.path.parent) + os.sep, "")
         return _store(context, submission, folder, "rejected", reason, "", started, None,
                       fallback_results([], f"the submission was not graded: {reason}"))
-    slot.clean()
+    grading = context.grading_process(slot)
+    slot.clean(spare=_pids(grading))
     private = slot.private  # root's alone, in OUT: no sandbox user reads or fills these
     staged = private / "submission" / SUBMISSION_NAME
     staged.parent.mkdir()
     staged.write_bytes(data)
     results = private / RESULTS_NAME
     log = private / LOG_NAME
-    code, timed_out = _run(grade_command(staged, results, slot, context.grade_options),
-                           slot, log, context)
+    code, timed_out = grading.grade(
+        grade_arguments(staged, results, slot, context.grade_options), log,
+        context.timeout_s)
     if context.stop.is_set():
+        grading.stop()
         slot.clean()
         return None
     document = read_valid_results(results)
@@ -136,30 +159,13 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     if document is None or timed_out:
         document = fallback_results([], reason)
     _keep_log_tail(log, folder / LOG_NAME)
-    slot.clean()
+    slot.clean(spare=_pids(grading))
     return _store(context, submission, folder, status, reason, sha256(data), started, code,
                   document, source=source)
 
 
-def _run(command: list[str], slot: Slot, log: Path, context: JobContext
-         ) -> tuple[int | None, bool]:
-    """Run ``command`` in a new session; (exit code, whether the timeout killed it)."""
-    with log.open("wb") as stream:
-        process = subprocess.Popen(command, cwd=slot.folder, env=child_environment(slot),
-                                   stdin=subprocess.DEVNULL, stdout=stream,
-                                   stderr=subprocess.STDOUT, start_new_session=True,
-                                   pass_fds=passed_fds(slot))
-        context.register(process)
-        try:
-            return process.wait(timeout=context.timeout_s), False
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            return None, True
-        finally:
-            context.unregister(process)
-            slot.stop_processes()
+def _pids(grading: GradingProcess) -> tuple[int, ...]:
+    return (grading.pid,) if grading.pid is not None else ()
 
 
 def _outcome(code: int | None, timed_out: bool, document: dict[str, Any] | None, log: Path,

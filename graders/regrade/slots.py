@@ -8,7 +8,8 @@ the TMPDIR of its gradings (the worker's box lives below it, so its user must re
 ``private``, in the output folder and root's alone, holds the staged ``serving.py``, the
 results and the log of the job, out of reach of every sandbox user. After each job every
 process of the slot's user, and every process that carries the slot's folder in its
-working folder or environment, is killed; what the user left in the shared writable
+working folder or environment (but the slot's grading process, see
+:mod:`graders.regrade.server`), is killed; what the user left in the shared writable
 folders and its SysV IPC objects are removed; both folders are emptied. None of this
 raises: a problem is reported on stderr and the regrade goes on.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,22 +43,23 @@ class Slot:
         """The TMPDIR of the slot's gradings (the worker's box lives below)."""
         return self.folder / "tmp"
 
-    def stop_processes(self) -> list[str]:
-        """Kill what the last job left running and, as root, remove everything its user
-        left (processes, shared-folder entries, IPC objects); return the problems."""
+    def stop_processes(self, spare: Collection[int] = ()) -> list[str]:
+        """Kill what the last job left running (but the slot's grading process, in
+        ``spare``) and, as root, remove everything its user left (processes, shared-folder
+        entries, IPC objects); return the problems."""
         problems: list[str] = []
         try:
-            kill_marked(f"{self.folder}/")
+            kill_marked(f"{self.folder}/", spare)
         except Exception as error:  # a clean-up reports, never raises
             problems.append(f"killing the processes of slot {self.number}: {error}")
         if self.user is not None:
             problems += sweep_user(self.user.uid)
         return problems
 
-    def clean(self) -> list[str]:
-        """Stop the last job's processes and empty the slot's folders. Never raises; the
-        problems are reported on stderr and returned."""
-        problems = self.stop_processes()
+    def clean(self, spare: Collection[int] = ()) -> list[str]:
+        """Stop the last job's processes (but those in ``spare``) and empty the slot's
+        folders. Never raises; the problems are reported on stderr and returned."""
+        problems = self.stop_processes(spare)
         for folder, keep in ((self.folder, "tmp"), (self.temp, None), (self.private, None)):
             try:
                 names = os.listdir(folder)

@@ -15,10 +15,11 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TypeAlias
@@ -33,6 +34,10 @@ SHARED_WRITABLE = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/
                    Path("/dev/mqueue"))
 #: How deep :func:`remove_files_of` looks inside world-writable folders of other users.
 SHARED_DEPTH = 4
+#: Names of the grader's own folders in the temp folder (a runner's, a probe's): a grading
+#: killed by SIGKILL leaves its worker's box in one, owned by the sandbox user, so the
+#: sweep looks into them too (see :func:`remove_files_of`).
+GRADER_FOLDER_PREFIX = b"serving-grader-"
 #: Problems kept per clean-up; the rest are counted.
 MAX_PROBLEMS = 20
 #: SysV IPC kinds: the file under /proc/sysvipc, and the name of its id column.
@@ -423,7 +428,11 @@ def shared_folders() -> list[Path]:
 def remove_files_of(uid: int, folders: Iterable[Path] | None = None) -> list[str]:
     """Remove every entry ``uid`` owns in the shared writable ``folders`` (default:
     :func:`shared_folders`), looking into other users' world-writable folders there down
-    to :data:`SHARED_DEPTH` levels. Returns the problems; never raises."""
+    to :data:`SHARED_DEPTH` levels, and into this user's own grader folders
+    (:data:`GRADER_FOLDER_PREFIX`): the box a grading killed by SIGKILL left behind holds
+    a submission that the next grading with the same sandbox user could read. Only for a
+    uid held exclusively (no live grading has a box of it). Returns the problems; never
+    raises."""
     problems = Problems()
     for folder in folders if folders is not None else shared_folders():
         try:
@@ -451,7 +460,10 @@ def _remove_owned(fd: int, path: bytes, uid: int, depth: int, problems: Problems
             continue
         if info.st_uid == uid:
             _remove_at(fd, name, path + b"/" + name, problems)
-        elif depth > 1 and stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
+        elif depth > 1 and stat.S_ISDIR(info.st_mode) and (
+                info.st_mode & stat.S_IWOTH or (depth == SHARED_DEPTH
+                                                and name.startswith(GRADER_FOLDER_PREFIX)
+                                                and info.st_uid == os.geteuid())):
             try:
                 inner = os.open(name, _DIRECTORY, dir_fd=fd)
             except OSError:
@@ -537,6 +549,21 @@ def _kill_until_gone(match: Callable[[int], bool]) -> list[int]:
     return sorted(set(killed))
 
 
+def kill_session(process: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:
+    """SIGKILL the session ``process`` leads (it was started with ``start_new_session``),
+    close its pipes to this process, and reap it. Never raises."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    try:
+        process.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 def kill_user(uid: int) -> list[int]:
     """SIGKILL every live process whose real, effective, saved or file-system uid is
     ``uid``; return their pids."""
@@ -554,11 +581,14 @@ def kill_user(uid: int) -> list[int]:
     return _kill_until_gone(owned)
 
 
-def kill_marked(marker: str) -> list[int]:
-    """SIGKILL every process whose working folder or environment contains ``marker``."""
+def kill_marked(marker: str, spare: Collection[int] = ()) -> list[int]:
+    """SIGKILL every process whose working folder or environment contains ``marker``,
+    but the ones in ``spare``."""
     needle = marker.encode()
 
     def marked(pid: int) -> bool:
+        if pid in spare:
+            return False
         with contextlib.suppress(OSError):
             if needle in (os.readlink(f"/proc/{pid}/cwd") + "/").encode():
                 return True

@@ -175,12 +175,13 @@ def _has_capability(bit: int) -> bool:
     return True
 
 
-def read_only_paths(python: WorkerPython, runtime: Path) -> list[Path]:
-    """What the worker must still read once the temp folders are covered: the runtime
-    folder and the interpreter (its copy's folder, or its installation)."""
+def read_only_paths(python: WorkerPython, folders: Sequence[Path]) -> list[Path]:
+    """What the worker must still read once the temp folders are covered: ``folders``
+    (the runtime and pint's parsed definitions) and the interpreter (its copy's folder, or
+    its installation)."""
     if python.environment:  # a copy: bin/ and lib/ of one folder
-        return [runtime, python.executable.parent.parent]
-    return [runtime, python.executable, Path(sys.base_prefix),
+        return [*folders, python.executable.parent.parent]
+    return [*folders, python.executable, Path(sys.base_prefix),
             Path(sysconfig.get_paths()["stdlib"])]
 
 
@@ -200,13 +201,13 @@ def launch_arguments(sandbox: SandboxUser, *, box: Path, read_only: Sequence[Pat
 
 
 def launcher_command(sandbox: SandboxUser, *, box: Path, worker: Sequence[str],
-                     python: WorkerPython, runtime: Path) -> list[str]:
+                     python: WorkerPython, folders: Sequence[Path]) -> list[str]:
     """The command that runs ``worker`` confined, as ``sandbox``, in ``box``.
 
     Start it as root, with the worker's environment but for ``python.environment``
     (which the launcher adds for the worker alone).
     """
-    options = launch_arguments(sandbox, box=box, read_only=read_only_paths(python, runtime),
+    options = launch_arguments(sandbox, box=box, read_only=read_only_paths(python, folders),
                                environment=python.environment)
     return [*_launcher(), *options, "--", *worker]
 

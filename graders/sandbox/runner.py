@@ -22,6 +22,7 @@ deadlines, the reply and output bounds and the time budget are the same.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -35,14 +36,14 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from graders.sandbox import platforms as platform_support
-from graders.sandbox.cleanup import remove_tree, report_problems, sweep_user
+from graders.sandbox.cleanup import kill_session, remove_tree, report_problems, sweep_user
 from graders.sandbox.confinement import (
     LAUNCHER_FAILED,
     Protections,
@@ -57,9 +58,14 @@ from graders.sandbox.privileges import (
     sweep,
     worker_python,
 )
-from graders.sandbox.runtime import WORKER_SCRIPT, cached_runtime
+from graders.sandbox.runtime import (
+    WORKER_SCRIPT,
+    cached_runtime,
+    grader_definitions,
+    worker_definitions,
+)
 from graders.sandbox.submission import SUBMISSION_NAME
-from graders.sandbox.wire import encode_argument
+from graders.sandbox.wire import encode_argument, has_quantity
 
 Status: TypeAlias = Literal["ok", "raised", "timeout", "crashed", "garbage", "unimportable",
                             "abandoned"]
@@ -76,6 +82,16 @@ class CallOutcome:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """One student call to make: the function, its arguments and its result's fields."""
+
+    function: str
+    args: Sequence[Any] = ()
+    kwargs: Mapping[str, Any] | None = None
+    fields: Sequence[str] | None = None
 
 
 class _WorkerGone(Exception):
@@ -100,6 +116,9 @@ class _Worker:
     replies: queue.Queue[bytes] | None = None
     #: The portable path's thread that drains stdout and stderr into the sink.
     readers: list[threading.Thread] = field(default_factory=list)
+    #: Waits for the reply pipe and the output pipe (made on the first wait, closed with
+    #: the worker): one for the worker's life, not one per call.
+    selector: selectors.BaseSelector | None = None
 
 
 class Reason(Enum):
@@ -113,6 +132,9 @@ class Reason(Enum):
 #: Bytes read from a worker's reply pipe at a time: a reply buffer never holds more than
 #: ``Limits.max_reply_bytes`` plus one chunk.
 REPLY_CHUNK_BYTES = 64 * 1024
+#: :meth:`StudentRunner.call_many` keeps at most this many request bytes unanswered, well
+#: under a pipe's 64 KiB, so that writing a request never waits for the worker.
+PIPELINE_BYTES = 32 * 1024
 #: Bytes read from a worker's output pipe at a time, and the pipe's size where the
 #: system allows it (fewer, larger reads keep a flood of output cheap).
 OUTPUT_CHUNK_BYTES = 1024**2
@@ -253,6 +275,8 @@ class StudentRunner:
         self._owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="serving-grader-")) if root is None else root
         self._runtime = cached_runtime(self.root)
+        self._definitions = worker_definitions(self._runtime, self.root)
+        self._grader_definitions: Path | None = None
         self._python = worker_python() if sandbox else WorkerPython(Path(sys.executable))
         self._protections = protections_for(sandbox)
         #: Pipes read by threads, and the process tree killed, instead of the FIFO, the
@@ -290,6 +314,13 @@ class StudentRunner:
     def token(self) -> str:
         """The marker every worker process carries in its environment (for the sweep)."""
         return self._token
+
+    @property
+    def grader_definitions(self) -> Path:
+        """pint's parsed definitions for the grader's own registry (see graders.units)."""
+        if self._grader_definitions is None:
+            self._grader_definitions = grader_definitions(self.root)
+        return self._grader_definitions
 
     @property
     def import_error(self) -> str | None:
@@ -331,8 +362,9 @@ class StudentRunner:
         if self.sandbox is not None and self.sandbox.exclusive:
             problems += sweep_user(self.sandbox.uid)
         private = [self.root if self._owns_root else self._box]
-        if self._runtime.parent == self.root or self._runtime.name.startswith("."):
-            private.append(self._runtime)  # built for this run alone (see cached_runtime)
+        for built in (self._runtime, self._definitions, self._grader_definitions):
+            if built is not None and (built.parent == self.root or built.name.startswith(".")):
+                private.append(built)  # built for this run alone (see cached_folder)
         if self._python.private is not None:
             private.append(self._python.private)
         for path in private:
@@ -357,24 +389,135 @@ class StudentRunner:
         finally:
             self.budget.spent_s += time.monotonic() - started
 
+    def call_many(self, calls: Sequence[CallRequest]) -> Generator[CallOutcome, None, None]:
+        """The outcomes of ``calls``, in order, exactly as :meth:`call` would give them
+        one after another (the worker sees the same calls in the same order).
+
+        Requests are written ahead of the replies (at most :data:`PIPELINE_BYTES`
+        unanswered), so the worker computes the next calls while the caller handles an
+        outcome. Each call's timeout runs from when its reply is awaited, and only the
+        waiting is charged to the budget. After a call that fails (timeout, crash, a bad
+        reply), or once one is refused, the rest are made one by one by :meth:`call`.
+        """
+        pending: collections.deque[tuple[int, int, int]] = collections.deque()
+        in_flight = 0  # request bytes written and not answered
+        unsent = 0  # the first call not written yet
+        pipelining = True
+        try:
+            for position, request in enumerate(calls):
+                while pipelining and unsent < len(calls) and (
+                        not pending or in_flight < PIPELINE_BYTES):
+                    if self._refusal(calls[unsent].function) is not None:
+                        break  # refused calls are refused by call(), in their turn
+                    written = self._pipelined_send(calls[unsent], idle=not pending)
+                    if written == "wait":
+                        break
+                    if written is None:
+                        pipelining = False
+                        break
+                    pending.append((*written, unsent))
+                    in_flight += written[1]
+                    unsent += 1
+                if pending and pending[0][2] == position:
+                    ident, size, _ = pending.popleft()
+                    in_flight -= size
+                    outcome = self._pipelined_outcome(request, ident)
+                    if not outcome.ok and outcome.status != "raised":
+                        pipelining = False  # the worker was stopped: its queue is gone
+                        pending.clear()
+                    yield outcome
+                else:  # not written (refused, or the worker is gone): as call() does
+                    pipelining = False
+                    yield self.call(request.function, request.args, request.kwargs,
+                                    request.fields)
+        finally:
+            self._drop_pipeline(pending, calls)
+
+    def _pipelined_send(self, request: CallRequest, *, idle: bool
+                        ) -> tuple[int, int] | Literal["wait"] | None:
+        """Write ``request``; (id, bytes), "wait" when it needs the pint import first and
+        the worker is busy, or None when the worker cannot be reached (the call is then
+        made by :meth:`call`). Time spent here is charged to the budget, as in call()."""
+        started = time.monotonic()
+        try:
+            worker = self._ensure_worker()
+            encoded = self._encoded(request)
+            if not self._pint_ready and has_quantity([encoded["args"], encoded["kwargs"]]):
+                if not idle:
+                    return "wait"  # the import's reply must not overtake pending ones
+                self._request(worker, {"op": "pint"}, self.limits.import_timeout_s,
+                              request.function)
+                self._pint_ready = True
+            self._next_id += 1
+            line = self._line({**encoded, "id": self._next_id})
+            self._write(worker, line)
+        except (_WorkerGone, OSError):
+            return None
+        finally:
+            self.budget.spent_s += time.monotonic() - started
+        self.calls += 1
+        return self._next_id, len(line)
+
+    def _pipelined_outcome(self, request: CallRequest, ident: int) -> CallOutcome:
+        """The outcome of a request :meth:`_pipelined_send` wrote, as :meth:`call` gives it."""
+        refusal = self._refusal(request.function)
+        if refusal is not None:  # spent while earlier replies were awaited: not counted
+            self._stop()
+            return refusal
+        started = time.monotonic()
+        try:
+            worker = self._worker
+            if worker is None:
+                raise _WorkerGone("crashed", "the worker process died")
+            reply = self._read_reply(worker, self.limits.call_timeout_s, request.function,
+                                     ident)
+        except _WorkerGone as gone:
+            return CallOutcome(gone.status, message=gone.message)
+        finally:
+            self.budget.spent_s += time.monotonic() - started
+        return self._outcome(request.function, reply)
+
+    def _drop_pipeline(self, pending: collections.deque[tuple[int, int, int]],
+                       calls: Sequence[CallRequest]) -> None:
+        """Read and discard the replies of requests written but not consumed (the caller
+        stopped early), so the next call finds the worker idle."""
+        for ident, _, position in pending:
+            worker = self._worker
+            if worker is None:
+                return
+            started = time.monotonic()
+            try:
+                self._read_reply(worker, self.limits.call_timeout_s, calls[position].function,
+                                 ident)
+            except _WorkerGone:
+                return
+            finally:
+                self.budget.spent_s += time.monotonic() - started
+
+    def _encoded(self, request: CallRequest) -> dict[str, Any]:
+        return {
+            "op": "call",
+            "fn": request.function,
+            "args": [encode_argument(arg) for arg in request.args],
+            "kwargs": {key: encode_argument(value)
+                       for key, value in (request.kwargs or {}).items()},
+            "fields": list(request.fields) if request.fields is not None else None,
+        }
+
     def _call(self, function: str, args: Sequence[Any], kwargs: Mapping[str, Any] | None,
               fields: Sequence[str] | None) -> CallOutcome:
         try:
             worker = self._ensure_worker()
-            needs_pint = _has_quantity(args) or _has_quantity(kwargs or {})
-            if needs_pint and not self._pint_ready:
+            request = self._encoded(CallRequest(function, args, kwargs, fields))
+            if not self._pint_ready and has_quantity([request["args"], request["kwargs"]]):
                 self._request(worker, {"op": "pint"}, self.limits.import_timeout_s, function)
                 self._pint_ready = True
-            request = {
-                "op": "call",
-                "fn": function,
-                "args": [encode_argument(arg) for arg in args],
-                "kwargs": {key: encode_argument(value) for key, value in (kwargs or {}).items()},
-                "fields": list(fields) if fields is not None else None,
-            }
             reply = self._request(worker, request, self.limits.call_timeout_s, function)
         except _WorkerGone as gone:
             return CallOutcome(gone.status, message=gone.message)
+        return self._outcome(function, reply)
+
+    def _outcome(self, function: str, reply: dict[str, Any]) -> CallOutcome:
         if reply.get("ok") is True:
             return CallOutcome("ok", value=reply.get("value"))
         if reply.get("oversize") is True:  # the worker stopped building a reply too long
@@ -479,7 +622,8 @@ class StudentRunner:
             # A launcher, as root, enters namespaces of its own, drops to the sandbox user
             # and execs the worker (same pid and process group, same stdin/stdout/stderr).
             command = launcher_command(self.sandbox, box=self._box, worker=command,
-                                       python=self._python, runtime=self._runtime)
+                                       python=self._python,
+                                       folders=(self._runtime, self._definitions))
             environment = self._environment(launcher=True)
         elif self.sandbox is not None:
             drop = {"user": self.sandbox.uid, "group": self.sandbox.gid, "extra_groups": [],
@@ -512,6 +656,7 @@ class StudentRunner:
             "op": "init",
             "submission": str(self._box / SUBMISSION_NAME),
             "path": [str(self._runtime)],
+            "definitions": str(self._definitions),
             "limits": self.limits.worker_limits(),
             "preload_pint": preload_pint,
         }
@@ -576,9 +721,16 @@ class StudentRunner:
         }
 
     def _send(self, worker: _Worker, request: dict[str, Any]) -> None:
+        self._write(worker, self._line(request))
+
+    @staticmethod
+    def _line(request: dict[str, Any]) -> bytes:
+        return (json.dumps(request, allow_nan=True, separators=(",", ":")) + "\n").encode()
+
+    @staticmethod
+    def _write(worker: _Worker, line: bytes) -> None:
         assert worker.process.stdin is not None
-        line = json.dumps(request, allow_nan=True, separators=(",", ":")) + "\n"
-        worker.process.stdin.write(line.encode())
+        worker.process.stdin.write(line)
         worker.process.stdin.flush()
 
     def _request(self, worker: _Worker, request: dict[str, Any], timeout_s: float,
@@ -651,30 +803,32 @@ class StudentRunner:
         stdout = worker.process.stdout
         assert stdout is not None
         fd = stdout.fileno()
-        with selectors.DefaultSelector() as selector:
+        selector = worker.selector
+        if selector is None:
+            selector = worker.selector = selectors.DefaultSelector()
             selector.register(fd, selectors.EVENT_READ, "reply")
             if worker.output is not None:
                 selector.register(worker.output, selectors.EVENT_READ, "output")
-            while True:
-                if len(buffer) > limit:
-                    raise _WorkerGone("garbage", self._oversize_message())
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
-                for key, _ in selector.select(remaining):
-                    if key.data == "output":
-                        if self._drain_once(worker) < 0:  # every writer closed it
-                            selector.unregister(key.fd)
-                            self._close_output(worker)
-                        continue
-                    chunk = os.read(fd, REPLY_CHUNK_BYTES)
-                    if not chunk:
-                        raise _WorkerGone("crashed", self._death_message(worker))
-                    scanned = len(buffer)
-                    buffer += chunk
-                    end = buffer.find(b"\n", scanned)
-                    if end >= 0:
-                        return end
+        while True:
+            if len(buffer) > limit:
+                raise _WorkerGone("garbage", self._oversize_message())
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
+            for key, _ in selector.select(remaining):
+                if key.data == "output":
+                    if self._drain_once(worker) < 0:  # every writer closed it
+                        selector.unregister(key.fd)
+                        self._close_output(worker)
+                    continue
+                chunk = os.read(fd, REPLY_CHUNK_BYTES)
+                if not chunk:
+                    raise _WorkerGone("crashed", self._death_message(worker))
+                scanned = len(buffer)
+                buffer += chunk
+                end = buffer.find(b"\n", scanned)
+                if end >= 0:
+                    return end
 
     def _wait_in_queue(self, worker: _Worker, replies: queue.Queue[bytes], deadline: float,
                        timeout_s: float) -> int:
@@ -745,6 +899,9 @@ class StudentRunner:
 
     @staticmethod
     def _close_output(worker: _Worker) -> None:
+        if worker.selector is not None and worker.output is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                worker.selector.unregister(worker.output)
         output, worker.output = worker.output, None
         discard, worker.discard = worker.discard, None
         for fd in (output, discard):
@@ -776,19 +933,13 @@ class StudentRunner:
         if worker.replies is not None:  # the portable path: its threads own stdout, stderr
             self._stop_portably(worker)
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        try:
-            process.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        kill_session(process)
         sweep(self._token)  # anything the worker left, in any process group
         self._drain(worker, IDLE_DRAIN_BYTES)  # what it wrote before it died is counted
         self._close_output(worker)
+        if worker.selector is not None:
+            worker.selector.close()
+            worker.selector = None
 
 
     @staticmethod
@@ -824,15 +975,3 @@ def _import_message(gone: _WorkerGone) -> str:
     if gone.status == "timeout":
         return "serving.py could not be imported: importing it took longer than the deadline"
     return f"serving.py could not be imported: {gone.message}"
-
-
-def _has_quantity(value: Any) -> bool:
-    if hasattr(value, "m_as"):
-        return True
-    if isinstance(value, Mapping):
-        return any(_has_quantity(item) for item in value.values())
-    if isinstance(value, list | tuple):
-        return any(_has_quantity(item) for item in value)
-    if hasattr(value, "__dict__") and not isinstance(value, type):
-        return any(_has_quantity(item) for item in vars(value).values())
-    return False

@@ -1,4 +1,5 @@
-"""The worker's runtime folder: the worker script and pint with its dependencies, nothing else.
+"""The worker's runtime folder (the worker script, pint with its dependencies, nothing else),
+and pint's parsed definitions for the worker and for the grader, each built once and reused.
 
 The worker runs with ``-I -S``, so it sees the standard library and this folder
 only: neither the grader, nor ``reference/``, nor the rest of site-packages.
@@ -12,6 +13,7 @@ import importlib.util
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -20,6 +22,7 @@ from pathlib import Path
 from graders.errors import GraderError
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import cache_folder, remove_tree
+from graders.units import build_definitions_cache
 from graders.versions import distribution_closure
 
 WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
@@ -50,8 +53,19 @@ def _copy_bytecode(source: Path, destination: Path) -> None:
         shutil.copy2(cached, destination / "__pycache__" / cached.name)
 
 
+def _copy_metadata(dist: importlib.metadata.Distribution, destination: Path) -> None:
+    """Copy a distribution's ``.dist-info`` files: pint reads its version from them, and
+    the definitions cache is keyed by that version (so grader and worker share it)."""
+    for file in dist.files or ():
+        parts = Path(str(file)).parts
+        if len(parts) == 2 and parts[0].endswith(".dist-info"):
+            target = destination.joinpath(*parts)
+            target.parent.mkdir(exist_ok=True)
+            shutil.copy2(Path(str(dist.locate_file(file))), target)
+
+
 def _runtime_key() -> str:
-    """Changes when Python, the worker script or the packages beside pint change."""
+    """Changes when Python, the worker script, this recipe or the packages beside pint change."""
     spec = importlib.util.find_spec("pint")
     if spec is None or spec.origin is None:
         raise GraderError("pint is not installed; install the grader with its dependencies")
@@ -59,6 +73,7 @@ def _runtime_key() -> str:
     digest = hashlib.sha256()
     digest.update(sys.version.encode())
     digest.update(WORKER_SCRIPT.read_bytes())
+    digest.update(Path(__file__).read_bytes())  # how the folder is built
     digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
     return digest.hexdigest()[:20]
 
@@ -95,23 +110,68 @@ def _is_trusted(folder: Path) -> bool:
 
 
 def cached_runtime(private_parent: Path) -> Path:
-    """The runtime folder for this Python and these packages, built once and then reused.
+    """The runtime folder for this Python and these packages, built once and then reused
+    (see :func:`cached_folder`)."""
+    return cached_folder("runtime", _runtime_key(), prepare_runtime, private_parent)
 
-    It lives in the temp folder, owned by this user and read-only to others; it is built
-    in a private folder and renamed into place, so a half-built one is never used. When
-    the shared folder has been tampered with (or belongs to someone else), a private one
-    is built in ``private_parent`` instead, which its owner removes after the run.
+
+def worker_definitions(runtime: Path, private_parent: Path) -> Path:
+    """pint's parsed definitions as the worker's pint (the copy in ``runtime``) reads them.
+
+    pint keeps the definition files' paths in its cache, so each copy of pint needs a
+    cache of its own: this one is written by a Python that imports pint from ``runtime``,
+    as the worker does, and is readable by the sandbox user.
+    """
+    def build(staging: Path) -> None:
+        subprocess.run([sys.executable, "-I", "-S", "-B", "-c", _BUILD_WORKER_DEFINITIONS,
+                        str(runtime), str(staging)],
+                       check=True, capture_output=True, timeout=120)
+
+    key = hashlib.sha256(f"{runtime}:{runtime.stat().st_mtime_ns}".encode()).hexdigest()[:20]
+    return cached_folder("units", key, build, private_parent)
+
+
+#: Run by :func:`worker_definitions` as ``python -I -S -B -c CODE RUNTIME FOLDER``.
+_BUILD_WORKER_DEFINITIONS = """
+import sys
+sys.path[:0] = [sys.argv[1]]
+import pint
+pint.UnitRegistry(cache_folder=sys.argv[2])
+"""
+
+
+def grader_definitions(private_parent: Path) -> Path:
+    """pint's parsed definitions as this process's pint reads them."""
+    spec = importlib.util.find_spec("pint")
+    if spec is None or spec.origin is None:
+        raise GraderError("pint is not installed; install the grader with its dependencies")
+    package = Path(spec.origin).parent
+    key = hashlib.sha256(f"{sys.version}:{package}:{package.stat().st_mtime_ns}".encode())
+
+    return cached_folder("grader-units", key.hexdigest()[:20], build_definitions_cache,
+                         private_parent)
+
+
+def cached_folder(kind: str, key: str, build: Callable[[Path], object],
+                  private_parent: Path) -> Path:
+    """A folder ``build`` fills, kept under ``kind`` and ``key`` and reused while trusted.
+
+    It lives in the grader's cache folder, owned by this user and read-only to others; it
+    is built in a private folder and renamed into place, so a half-built one is never
+    used, and checked against its manifest before every use. When the shared folder has
+    been tampered with (or belongs to someone else), a private one is built in
+    ``private_parent`` instead, which its owner removes after the run.
     """
     shared = cache_folder() or private_parent  # one place whatever TMPDIR is (cleanup.py)
     uid = platform_support.effective_uid()
-    folder = shared / f"serving-grader-runtime-{'' if uid is None else uid}-{_runtime_key()}"
+    folder = shared / f"serving-grader-{kind}-{'' if uid is None else uid}-{key}"
     if _is_trusted(folder):
         return folder
     if os.path.lexists(folder):  # tampered or foreign: build a private one for this run
-        folder = private_parent / "runtime"
+        folder = private_parent / kind
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        prepare_runtime(staging)
+        build(staging)
         for path in [staging, *staging.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         (staging / COMPLETE_MARKER).write_text(_manifest(staging), encoding="utf-8")
@@ -138,10 +198,12 @@ def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool])
 
 
 def prepare_runtime(destination: Path) -> Path:
-    """Copy the worker script and pint's installed closure into ``destination``."""
+    """Copy the worker script and pint's installed closure into ``destination``, and write
+    pint's parsed definitions beside them (the worker and the grader both read them)."""
     destination.mkdir(parents=True, exist_ok=True)
     shutil.copy2(WORKER_SCRIPT, destination / WORKER_SCRIPT.name)
     for dist in distribution_closure(WORKER_DISTRIBUTIONS):
+        _copy_metadata(dist, destination)
         for module in sorted(_top_level_modules(dist)):
             spec = importlib.util.find_spec(module)
             if spec is None or spec.origin is None:

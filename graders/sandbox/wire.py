@@ -39,11 +39,28 @@ TAGS = frozenset({QUANTITY, NAMESPACE, MAPPING, TUPLE, FLOAT, UNSUPPORTED, MISSI
 WORKER_TAGS = frozenset({QUANTITY, NAMESPACE, MAPPING, TUPLE, UNSUPPORTED, MISSING, ERROR})
 
 
+#: Encodings of frozen dataclass instances (a track's profile is sent thousands of times
+#: in a grading), by id; each entry holds its instance, so the id is not reused.
+_FROZEN_ENCODINGS: dict[int, tuple[Any, Any]] = {}
+_FROZEN_ENCODINGS_KEPT = 256
+
+
+def has_quantity(encoded: Any) -> bool:
+    """Whether encoded data holds a pint quantity (the worker must import pint for it)."""
+    if isinstance(encoded, dict):
+        return QUANTITY in encoded or any(has_quantity(item) for item in encoded.values())
+    if isinstance(encoded, list):
+        return any(has_quantity(item) for item in encoded)
+    return False
+
+
 def encode_argument(value: Any) -> Any:
     """Encode ``value`` as JSON data the worker decodes back into equivalent objects.
 
     Pint quantities become ``{"$q": [magnitude, unit]}``, objects with attributes
     ``{"$ns": {...}}``, mappings ``{"$map": {...}}`` and tuples ``{"$tuple": [...]}``.
+    A frozen dataclass instance is encoded once and its encoding reused (treat the
+    encoding as read-only).
     """
     if value is None or isinstance(value, bool | int | str):
         return value
@@ -60,8 +77,16 @@ def encode_argument(value: Any) -> Any:
     if isinstance(value, list):
         return [encode_argument(item) for item in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kept = _FROZEN_ENCODINGS.get(id(value))
+        if kept is not None and kept[0] is value:
+            return kept[1]
         fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        return {NAMESPACE: {name: encode_argument(item) for name, item in fields.items()}}
+        encoded = {NAMESPACE: {name: encode_argument(item) for name, item in fields.items()}}
+        if type(value).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            if len(_FROZEN_ENCODINGS) >= _FROZEN_ENCODINGS_KEPT:
+                _FROZEN_ENCODINGS.clear()
+            _FROZEN_ENCODINGS[id(value)] = (value, encoded)
+        return encoded
     if hasattr(value, "__dict__"):
         return {NAMESPACE: {name: encode_argument(item) for name, item in vars(value).items()}}
     raise TypeError(f"cannot send a {type(value).__name__} to the worker")

@@ -1,6 +1,9 @@
 """The student's functions against the reference, case by case, on every track.
 
 Partial credit: a test earns the fraction of its cases that pass.
+
+PYTEST_DONT_REWRITE: the suite asserts with messages of its own, and reads the same under
+``graders grade`` (which runs pytest with ``--assert=plain``) and a student's ``pytest``.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Every test whose visibility is not ``visible`` lives in a ``test_hidden*.py`` module with
 its cases, so that ``graders export student`` can leave the whole file out (it checks).
+
+PYTEST_DONT_REWRITE: the suite asserts with messages of its own, and reads the same under
+``graders grade`` (which runs pytest with ``--assert=plain``) and a student's ``pytest``.
 """
 
 from __future__ import annotations

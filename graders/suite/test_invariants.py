@@ -5,6 +5,9 @@ seeded by the test's name, so every install meets the same examples. An invarian
 only for real answers: its function must first pass a case that needs a real
 computation (see :mod:`graders.grading.credit`), and every test holds at least one strict
 condition that a constant, NaN or an echo of the inputs fails.
+
+PYTEST_DONT_REWRITE: the suite asserts with messages of its own, and reads the same under
+``graders grade`` (which runs pytest with ``--assert=plain``) and a student's ``pytest``.
 """
 
 from __future__ import annotations

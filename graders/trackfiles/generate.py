@@ -15,7 +15,7 @@ from typing import Any
 
 from graders.errors import TrackError
 from graders.trackfiles.tracks import DEFAULT_KEYS, TRACK_ID_PATTERN, TRACK_ID_RULE, load_track_text
-from graders.units import ureg
+from graders.units import registry
 from reference.profile import DEFAULT_FIELDS
 
 INSTALL_HINT = "pip install 'serving-lab-grader[mlsysim]'"
@@ -189,7 +189,7 @@ def format_quantity(quantity: Any, kind: str) -> str:
     theirs = float(quantity.m_as(canonical))
     text = f"{format_number(quantity.magnitude)} {format(quantity.units, '~C')}"
     try:
-        ours = float(ureg.Quantity(text).m_as(canonical))
+        ours = float(registry().Quantity(text).m_as(canonical))
     except Exception:  # an MLSysIM-only unit: fall back to the canonical one
         ours = math.nan
     if not math.isclose(ours, theirs, rel_tol=1e-12):

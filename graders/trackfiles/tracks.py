@@ -21,15 +21,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-import pint
-
 from graders.errors import TrackError
-from graders.units import ureg
+from graders.units import registry
 
 if TYPE_CHECKING:
+    import pint
+
     import reference
 
-#: A quantity of the shared registry ``graders.units.ureg``.
+#: A quantity of the grader's registry (``graders.units.registry()``).
 Quantity: TypeAlias = "pint.Quantity[Any]"
 QuantityKind = Literal["data size", "bandwidth", "power", "energy", "parameter count"]
 FieldKind = Literal["text", "text list", "whole number", "number", "table"] | QuantityKind
@@ -365,7 +365,7 @@ def parse_quantity(
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise TrackError(f"{wanted}, got {shown}; write it as a quoted string")
     try:
-        quantity = ureg.Quantity(text)
+        quantity = registry().Quantity(text)
     except Exception as error:  # pint raises many kinds of errors for unreadable text
         detail = str(error) or type(error).__name__
         raise TrackError(f"{wanted}, got {shown}, which pint cannot read ({detail}); write a "
@@ -380,7 +380,7 @@ def parse_quantity(
         raise TrackError(f"{where} must be greater than 0, got {shown}; use the real, "
                          "positive value")
     if kind == "parameter count" and _is_bare(quantity):
-        return ureg.Quantity(magnitude, "param")
+        return registry().Quantity(magnitude, "param")
     return quantity
 
 
@@ -400,8 +400,8 @@ def _has_kind(quantity: Quantity, kind: QuantityKind) -> bool:
         return True
     if _is_bare(quantity):
         return False
-    _, root = ureg.get_root_units(quantity.units)
-    _, wanted = ureg.get_root_units(ureg.Unit(QUANTITY_KINDS[kind].root))
+    _, root = registry().get_root_units(quantity.units)
+    _, wanted = registry().get_root_units(registry().Unit(QUANTITY_KINDS[kind].root))
     return bool(root == wanted)
 
 

@@ -1,4 +1,4 @@
-"""Attack: appends to the worker's cached runtime, which later gradings reuse."""
+"""Attack: appends to the cached worker runtime and pint definitions later gradings reuse."""
 
 from __future__ import annotations
 
@@ -319,6 +319,15 @@ def grader_files():
     runtime = os.path.dirname(os.path.abspath(sys.modules["__main__"].__file__))
     files = [os.path.join(runtime, "worker_main.py"), os.path.join(runtime, "pint", "__init__.py"),
              os.__file__, json.__file__, os.path.join(runtime, "TAMPERED.py")]
+    # pint's parsed definitions beside the runtime: pickles the next worker, and the
+    # grader itself, would load
+    cache = os.path.dirname(runtime)
+    with contextlib.suppress(OSError):
+        for folder in os.listdir(cache):
+            if "units" in folder:
+                with contextlib.suppress(OSError):
+                    files += [os.path.join(cache, folder, name)
+                              for name in os.listdir(os.path.join(cache, folder))]
     return [path for path in files if "serving-grader" in path]  # never the system's own
 
 

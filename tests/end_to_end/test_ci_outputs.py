@@ -1,0 +1,199 @@
+"""CI outputs of ``graders grade``: GitHub Classroom, JUnit XML, exit codes, Gradescope metadata."""
+
+from __future__ import annotations
+
+import base64
+import json
+import xml.etree.ElementTree as ET
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import CORPUS, REPO, assert_usage_error, graders, load
+
+from graders.cli.grade import EXIT_CODES
+from graders.grading.scoring import TestScore
+from graders.results.classroom import classroom_results, github_output_line
+from graders.results.metadata import submission_extra
+
+CORRECT = CORPUS / "correct" / "serving.py"
+BUGGY = CORPUS / "slo_ok_uses_mean"
+
+
+def score(name: str, earned: int, status: str = "failed", visibility: str = "visible",
+          output: str = "expected 1, got 2") -> TestScore:
+    return TestScore(nodeid=f"graders/suite/test_x.py::{name}", name=name, function="serve",
+                     track=None, visibility=visibility,  # type: ignore[arg-type]
+                     max_score=Fraction(4), earned=Fraction(earned),
+                     status=status, output=output)  # type: ignore[arg-type]
+
+
+# --- GitHub Classroom ------------------------------------------------------------------------
+
+
+def test_classroom_results_follow_the_reporter_format() -> None:
+    document = classroom_results([score("a", 4, "passed", output="All cases passed."),
+                                  score("b", 1), score("c", 0, "error")])
+    assert document["version"] == 1
+    assert document["status"] == "fail"
+    assert document["max_score"] == 12.0
+    assert [t["status"] for t in document["tests"]] == ["pass", "fail", "error"]
+    assert [t["score"] for t in document["tests"]] == [4.0, 1.0, 0.0]
+    assert document["tests"][0]["message"] == ""
+    assert document["tests"][1]["message"] == "expected 1, got 2"
+
+
+def test_classroom_results_pass_only_when_every_test_passes() -> None:
+    assert classroom_results([score("a", 4, "passed")])["status"] == "pass"
+    assert classroom_results([score("a", 4, "passed")],
+                             import_error="serving.py failed to import")["status"] == "error"
+
+
+def test_classroom_results_never_show_a_hidden_tests_output() -> None:
+    document = classroom_results([score("h", 0, visibility="after_due_date",
+                                        output="c=4096: expected 0.25, got 0.5")])
+    assert document["tests"][0]["message"] == "Hidden test."
+    assert "4096" not in json.dumps(document)
+
+
+def test_the_github_output_line_is_base64_of_strict_json() -> None:
+    document = classroom_results([score("a", 4, "passed")])
+    line = github_output_line(document)
+    assert line.startswith("result=")
+    assert line.endswith("\n")
+    assert json.loads(base64.b64decode(line[len("result="):])) == document
+
+
+def test_github_output_mode_appends_what_the_reporter_reads(tmp_path: Path) -> None:
+    output = tmp_path / "github_output"
+    output.write_text("earlier=1\n", encoding="utf-8")
+    run = graders("grade", BUGGY, "--github-output", "-q", cwd=tmp_path,
+                  env={"GITHUB_OUTPUT": str(output)})
+    assert run.returncode == 0, run.stderr
+    lines = output.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "earlier=1"
+    assert lines[1].startswith("result=")
+    document = json.loads(base64.b64decode(lines[1][len("result="):]))
+    assert document["status"] == "fail"
+    assert document["max_score"] == 100.0
+    total = sum(test["score"] for test in document["tests"])
+    assert total == pytest.approx(96.733333, abs=1e-4)  # helpers.CORPUS_EXPECTED's exact score
+    assert len(document["tests"]) == 48
+
+
+def test_github_output_mode_without_the_variable_is_a_usage_error(tmp_path: Path) -> None:
+    run = graders("grade", CORRECT, "--github-output", cwd=tmp_path, env={"GITHUB_OUTPUT": ""})
+    assert_usage_error(run, "--github-output needs the GITHUB_OUTPUT environment variable")
+
+
+def test_the_classroom_file_matches_results_json(tmp_path: Path) -> None:
+    results, classroom = tmp_path / "results.json", tmp_path / "classroom.json"
+    run = graders("grade", BUGGY, "--results", results, "--classroom", classroom, "-q")
+    assert run.returncode == 0, run.stderr
+    by_name = {t["name"]: t["score"] for t in load(results)["tests"]}
+    assert {t["name"]: t["score"] for t in load(classroom)["tests"]} == by_name
+
+
+# --- JUnit XML -------------------------------------------------------------------------------
+
+
+def test_junit_xml_carries_every_test_with_its_score(tmp_path: Path) -> None:
+    results, junit = tmp_path / "results.json", tmp_path / "junit.xml"
+    run = graders("grade", BUGGY, "--results", results, "--junit-xml", junit, "-q")
+    assert run.returncode == 0, run.stderr
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert suite.get("name") == "serving-lab"
+    cases = suite.findall("testcase")
+    assert len(cases) == 48
+    failed = [case for case in cases if case.find("failure") is not None]
+    assert int(suite.get("failures", "-1")) == len(failed) == 5
+    scores: dict[str, float] = {}
+    for case in cases:
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        scores[f"{case.get('classname')}::{case.get('name')}"] = float(
+            properties["grader_score"] or "nan")
+        assert float(properties["grader_max_score"] or "nan") > 0
+    assert sum(scores.values()) == pytest.approx(load(results)["score"], abs=1e-4)
+
+
+# --- exit codes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("bar", "code"), [("96", 0), ("96.733333", 0), ("97", 3)])
+def test_fail_under_sets_exit_code_3_below_the_bar(tmp_path: Path, bar: str, code: int) -> None:
+    run = graders("grade", BUGGY, "--fail-under", bar, "-q", cwd=tmp_path)
+    assert run.returncode == code, run.stderr
+    if code == 3:
+        assert run.stderr.strip() == f"graders: score 96.7333 is below --fail-under {bar}"
+    assert not list(tmp_path.iterdir()), "no stray results file in the working folder"
+
+
+def test_fail_under_refuses_a_bad_number(tmp_path: Path) -> None:
+    assert_usage_error(graders("grade", CORRECT, "--fail-under", "lots"),
+                       "--fail-under expected a number")
+
+
+def test_the_readme_documents_every_exit_code() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("Exit codes, for CI pipelines:", 1)[1].split("\n\n", 2)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    codes = [row.split("|")[1].strip() for row in rows[1:]]
+    assert codes == [str(code) for code in EXIT_CODES]
+
+
+# --- Gradescope submission metadata ---------------------------------------------------------
+
+
+def test_the_submission_id_goes_into_extra_data(tmp_path: Path) -> None:
+    metadata = tmp_path / "submission_metadata.json"
+    metadata.write_text(json.dumps({"id": 123456, "assignment": {"id": 42},
+                                    "users": [{"email": "s@example.edu"}]}), encoding="utf-8")
+    results = tmp_path / "results.json"
+    run = graders("grade", CORRECT, "--results", results, "--submission-metadata", metadata,
+                  "-q")
+    assert run.returncode == 0, run.stderr
+    extra: dict[str, Any] = load(results)["extra_data"]
+    assert extra["submission_id"] == 123456
+    assert extra["assignment_id"] == 42
+    assert "s@example.edu" not in results.read_text(encoding="utf-8")
+
+
+def test_submission_metadata_that_is_absent_or_broken_never_stops_grading(
+        tmp_path: Path) -> None:
+    assert submission_extra(None) == {}
+    assert submission_extra(tmp_path / "absent.json") == {}
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    assert "broken.json" in submission_extra(broken)["submission_metadata_error"]
+    broken.write_text('{"id": true}', encoding="utf-8")
+    assert submission_extra(broken) == {"submission_metadata_error":
+                                        "broken.json: no submission id"}
+
+
+# --- a submission with nothing to grade -------------------------------------------------------
+
+
+def test_a_folder_without_serving_py_still_gets_a_results_file(tmp_path: Path) -> None:
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "main.py").write_text("x = 1\n", encoding="utf-8")
+    results = tmp_path / "results.json"
+    run = graders("grade", submission, "--results", results)
+    assert_usage_error(run, "serving.py not found in submission folder")
+    document = load(results)
+    assert document["score"] == 0
+    assert document["tests"] == []
+    assert "Your submission was not graded: serving.py not found" in document["output"]
+    assert "serving.py not found" in document["extra_data"]["submission_error"]
+
+
+def test_a_serving_py_in_a_zipped_folder_is_graded(tmp_path: Path) -> None:
+    nested = tmp_path / "submission" / "my-lab"
+    nested.mkdir(parents=True)
+    (nested / "serving.py").write_bytes(CORRECT.read_bytes())
+    results = tmp_path / "results.json"
+    run = graders("grade", tmp_path / "submission", "--results", results, "-q")
+    assert run.returncode == 0, run.stderr
+    assert load(results)["score"] == 100.0

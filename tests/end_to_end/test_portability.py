@@ -1,0 +1,264 @@
+"""Students grade on Windows, macOS and Linux: the portable runner, and the bundle without
+the POSIX-only modules.
+
+Here (Linux) a system without them is played by ``tests/posix_blocked/sitecustomize.py``:
+on PYTHONPATH it makes ``pwd``, ``grp``, ``fcntl`` and ``resource`` unimportable, in the
+grader and in every worker, and points the code's ``/proc`` at a folder that does not
+exist. In-process tests take the portable path by pointing ``/proc`` away alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from helpers import CORPUS, CORPUS_EXPECTED, REPO, blocked_environment, grade_submission
+
+from graders.sandbox import platforms as platform_support
+from graders.sandbox.confinement import protections_for
+from graders.sandbox.runner import Limits, StudentRunner
+
+BLOCKED = ("pwd", "grp", "fcntl", "resource")
+QUICK = Limits(call_timeout_s=1.0, import_timeout_s=10.0)
+
+
+def run_blocked(code: str) -> str:
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                               env=blocked_environment(), capture_output=True, text=True,
+                               timeout=300, check=False, cwd=REPO)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
+
+
+@pytest.fixture
+def portable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The portable path in this process: a system without /proc."""
+    monkeypatch.setattr(platform_support, "PROC", tmp_path / "no-proc")
+
+
+# --- importing ---------------------------------------------------------------------------------
+
+
+def test_every_module_of_the_bundle_imports_without_the_posix_only_modules() -> None:
+    output = run_blocked("""
+        import importlib, pkgutil, sys
+        import graders
+        names = [m.name for m in pkgutil.walk_packages(graders.__path__, "graders.")
+                 if not m.name.endswith("__main__")]
+        for name in names:
+            importlib.import_module(name)
+        print(len(names))
+        print(sorted(set(sys.modules) & {"pwd", "grp", "fcntl", "resource"}))
+    """)
+    count, loaded = output.split("\n")[:2]
+    assert int(count) > 30
+    assert loaded == "[]"
+
+
+def test_the_blocker_really_blocks_the_posix_only_modules() -> None:
+    output = run_blocked("""
+        import importlib
+        for name in ("pwd", "grp", "fcntl", "resource"):
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                print("blocked", name)
+    """)
+    assert output.split() == [word for name in BLOCKED for word in ("blocked", name)]
+
+
+def test_the_worker_runs_without_resource_and_the_protections_say_portable(
+        tmp_path: Path) -> None:
+    submission = tmp_path / "serving.py"
+    submission.write_text(textwrap.dedent("""
+        def probe():
+            try:
+                import resource
+            except ImportError:
+                return "no resource"
+            return "resource"
+    """), encoding="utf-8")
+    output = run_blocked(f"""
+        import json
+        from pathlib import Path
+        from graders.sandbox.runner import StudentRunner
+        with StudentRunner(Path({str(submission)!r}).read_bytes()) as runner:
+            outcome = runner.call("probe")
+            print(json.dumps([outcome.status, outcome.value, runner.portable,
+                              runner.protections.as_dict()]))
+    """)
+    status, value, is_portable, protections = json.loads(output)
+    assert (status, value, is_portable) == ("ok", "no resource", True)
+    assert protections["runner"] == "portable"
+    assert protections["rlimits"] is False
+    assert protections["process_sweep"] is False
+    assert protections["privilege_drop"] is False
+    assert "portable runner" in protections["description"]
+
+
+def test_the_hardened_path_is_chosen_on_this_linux_machine() -> None:
+    assert platform_support.capabilities().hardened
+    assert protections_for(None).runner == "hardened"
+
+
+def test_without_proc_the_portable_path_is_chosen_and_says_why(portable: None) -> None:
+    found = platform_support.capabilities()
+    assert not found.hardened
+    assert "no-proc" in found.why_portable()
+    assert protections_for(None).runner == "portable"
+    assert platform_support.running_as_root() is False
+
+
+def test_regrade_says_in_one_line_that_it_needs_linux(portable: None) -> None:
+    message = platform_support.needs_linux("regrade")
+    assert message is not None
+    assert "\n" not in message
+    assert message.startswith("graders regrade needs Linux")
+
+
+# --- the portable runner -----------------------------------------------------------------------
+
+
+def test_the_portable_runner_answers_calls_with_plain_data(portable: None) -> None:
+    with StudentRunner(b"def add(a, b):\n    return a + b\n", limits=QUICK) as runner:
+        assert runner.portable
+        outcome = runner.call("add", (2, 3))
+        assert (outcome.status, outcome.value) == ("ok", 5)
+        failed = runner.call("add", (2, "x"))
+        assert failed.status == "raised"
+        assert "TypeError" in failed.message
+
+
+def test_a_hanging_call_is_killed_within_its_deadline_with_the_processes_it_started(
+        portable: None, tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    code = textwrap.dedent(f"""
+        import subprocess, sys
+        def hang():
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            open({str(pidfile)!r}, "w").write(str(child.pid))
+            while True:
+                pass
+        def ok():
+            return 1
+    """).encode()
+    with StudentRunner(code, limits=QUICK) as runner:
+        runner.call("ok")  # the worker is up: what follows times the call alone
+        started = time.monotonic()
+        outcome = runner.call("hang")
+        elapsed = time.monotonic() - started
+        assert outcome.status == "timeout"
+        assert elapsed < QUICK.call_timeout_s + 2.0
+        child = int(pidfile.read_text())
+        deadline = time.monotonic() + 5
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child)
+        assert runner.call("ok").value == 1  # a fresh worker serves the next call
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):  # reap it if it is ours
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")  # the real /proc: a zombie is gone
+    return not (status.exists() and ") Z " in status.read_text())
+
+
+def test_the_portable_runner_bounds_output_and_never_fails_a_call_for_it(
+        portable: None) -> None:
+    code = b"import sys\ndef loud():\n    sys.stdout.write('x' * 3_000_000)\n    return 7\n"
+    limits = Limits(call_timeout_s=5.0, output_keep_bytes=1000)
+    with StudentRunner(code, limits=limits) as runner:
+        assert runner.call("loud").value == 7
+        deadline = time.monotonic() + 5
+        while runner.output_summary().total_bytes < 3_000_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        summary = runner.output_summary()
+    assert summary.total_bytes == 3_000_000
+    assert summary.kept_bytes == 1000
+    assert summary.truncated
+
+
+def test_the_portable_runner_refuses_an_oversized_reply(portable: None) -> None:
+    code = b"def big():\n    return ['y' * 400] * 1000\ndef ok():\n    return 2\n"
+    limits = Limits(call_timeout_s=5.0, max_reply_bytes=10_000)
+    with StudentRunner(code, limits=limits) as runner:
+        assert runner.call("big").status == "garbage"
+        assert runner.call("ok").value == 2
+
+
+def test_the_portable_runner_shares_the_total_time_budget(portable: None) -> None:
+    code = b"import time\ndef slow():\n    time.sleep(0.4)\n    return 1\n"
+    limits = Limits(call_timeout_s=5.0, total_budget_s=1.0)
+    with StudentRunner(code, limits=limits) as runner:
+        statuses = [runner.call("slow").status for _ in range(6)]
+    assert statuses[0] == "ok"
+    assert statuses[-1] == "abandoned"
+
+
+# --- scores: the portable path against the hardened one ---------------------------------------
+
+
+@pytest.mark.slow
+def test_the_correct_submission_scores_exactly_100_without_the_posix_only_modules(
+        tmp_path: Path) -> None:
+    results = grade_submission(CORPUS / "correct" / "serving.py", tmp_path / "results.json",
+                               blocked=True)
+    assert results["score"] == 100
+    assert results["extra_data"]["protections"]["runner"] == "portable"
+
+
+@pytest.mark.slow
+def test_a_single_bug_submission_scores_as_on_the_hardened_path(tmp_path: Path) -> None:
+    submission = CORPUS / "p99_at_q095" / "serving.py"
+    blocked = grade_submission(submission, tmp_path / "blocked.json", blocked=True)
+    hardened = grade_submission(submission, tmp_path / "hardened.json", blocked=False)
+    assert blocked["extra_data"]["protections"]["runner"] == "portable"
+    assert hardened["extra_data"]["protections"]["runner"] == "hardened"
+    assert blocked["score"] == hardened["score"] == CORPUS_EXPECTED["p99_at_q095"].score
+    assert [(t["name"], t["score"]) for t in blocked["tests"]] == \
+        [(t["name"], t["score"]) for t in hardened["tests"]]
+
+
+# --- the student bundle's workflow -------------------------------------------------------------
+
+
+def test_the_bundle_workflow_grades_on_linux_macos_and_windows_and_reports_once() -> None:
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((REPO / "graders" / "export" / "templates" / "classroom.yml")
+                              .read_text(encoding="utf-8"))
+    jobs = workflow["jobs"]
+    matrix = jobs["grade-on-every-system"]["strategy"]["matrix"]
+    assert matrix["os"] == ["ubuntu-latest", "macos-latest", "windows-latest"]
+    assert matrix["python-version"] == ["3.11"]
+    reporters = [name for name, job in jobs.items()
+                 if any("autograding-grading-reporter" in step.get("uses", "")
+                        for step in job["steps"])]
+    assert reporters == ["run-autograding-tests"]
+    assert jobs["run-autograding-tests"]["runs-on"] == "ubuntu-latest"
+
+
+def test_outputs_are_written_by_path_where_folders_have_no_posix_owners(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Windows (no owners, modes or descriptor-relative calls) outputs are still written
+    atomically, by path, and a reservation simply holds nothing."""
+    from graders.results import files as output_files
+
+    monkeypatch.setattr(output_files, "POSIX_FOLDERS", False)
+    target = output_files.check_output_file(tmp_path / "new" / "results.json", "--results")
+    reservation = output_files.Reservation(target, 1024)
+    output_files.write_text_atomically(target, "{}\n", reservation=reservation)
+    reservation.release()
+    assert target.read_text(encoding="utf-8") == "{}\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["results.json"]

@@ -1,0 +1,212 @@
+"""The student's starting file: the contract of lab-spec section 1, stubbed, standalone."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib.util
+import inspect
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+from helpers import REPO
+
+import reference
+
+TEMPLATE = REPO / "student_template" / "serving.py"
+MODULE_NAME = "student_template_serving_under_test"
+
+P = inspect.Parameter
+POS, KW = P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY
+NO = P.empty
+
+#: lab-spec section 1, written out: (name, kind, default) of every parameter.
+SPEC_SIGNATURES: dict[str, list[tuple[str, Any, Any]]] = {
+    "serve": [("n_requests", POS, NO), ("batch_size", POS, NO), ("overhead_ms", KW, 20.0),
+              ("marginal_ms", KW, 2.0)],
+    "erlang_c": [("arrival_qps", POS, NO), ("service_ms", POS, NO), ("replicas", POS, NO)],
+    "queueing_latency": [("arrival_qps", KW, NO), ("service_ms", KW, NO), ("replicas", KW, 1),
+                         ("service_cv", KW, 1.0), ("slo_ms", KW, 100.0)],
+    "batching_tax": [("batch_size", KW, NO), ("arrival_qps", KW, NO), ("service_ms", KW, NO),
+                     ("slo_ms", KW, NO), ("efficiency_gain", KW, 1.0), ("replicas", KW, 1),
+                     ("service_cv", KW, 1.0)],
+    "transformer_state_gb": [("model", POS, NO), ("context_tokens", POS, NO),
+                             ("kv_bytes", POS, NO)],
+    "cache_capacity": [("profile", POS, NO), ("model", POS, NO), ("context_tokens", KW, NO),
+                       ("precision_bytes", KW, NO), ("devices_per_replica", KW, 1),
+                       ("kv_precision_bytes", KW, None)],
+    "cold_start_latency": [("profile", POS, NO), ("precision_bytes", KW, NO),
+                           ("storage_bandwidth_gbs", KW, None),
+                           ("interconnect_bandwidth_gbs", KW, None),
+                           ("deserialize_gbs", KW, None), ("runtime_init_ms", KW, None),
+                           ("warmup_ms", KW, None), ("warm_pool_replicas", KW, 0),
+                           ("scale_out_replicas", KW, 1)],
+    "quantity_to_float": [("value", POS, NO), ("unit", POS, NO), ("default", POS, NO)],
+    "serving_track_profile": [("profile", POS, NO), ("variant", POS, NO), ("hardware", POS, NO),
+                              ("model", POS, NO)],
+}
+
+#: lab-spec section 1, written out: the result fields in order.
+SPEC_FIELDS = {
+    "ServeResult": ("total_ms", "throughput_rps", "passes"),
+    "QueueingResult": (
+        "arrival_qps", "service_ms", "replicas", "utilization", "stable", "mean_latency_ms",
+        "p50_latency_ms", "p95_latency_ms", "p99_latency_ms", "p999_latency_ms", "slo_ms",
+        "slo_ok", "queue_wait_probability", "queue_amplifier",
+    ),
+    "BatchingTaxResult": (
+        "batch_size", "arrival_qps", "formation_delay_ms", "batched_service_ms", "queue_p99_ms",
+        "total_p99_ms", "formation_slo_pct", "throughput_gain", "effective_batch_qps",
+        "utilization", "slo_ok",
+    ),
+    "CacheCapacityResult": (
+        "total_memory_gb", "weight_gb", "state_per_request_gb", "available_gb",
+        "max_concurrent", "oom", "state_kind", "context_tokens",
+    ),
+    "ColdStartResult": (
+        "model_weight_gb", "storage_bandwidth_gbs", "interconnect_bandwidth_gbs",
+        "effective_bandwidth_gbs", "read_ms", "deserialize_ms", "runtime_init_ms", "warmup_ms",
+        "cold_start_ms", "exposed_first_request_ms", "protected_fraction", "exceeds_slo",
+    ),
+}
+DATACLASS_RESULTS = (
+    "QueueingResult", "BatchingTaxResult", "CacheCapacityResult", "ColdStartResult",
+    "ServingTrackProfile",
+)
+
+
+@pytest.fixture(scope="module")
+def template() -> Iterator[ModuleType]:
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, TEMPLATE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[MODULE_NAME] = module  # dataclasses look their module up while building
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[MODULE_NAME]
+
+
+def _shape(function: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_SIGNATURES))
+def test_the_template_signature_is_the_spec_signature(template: ModuleType, name: str) -> None:
+    shape = _shape(getattr(template, name))
+    assert shape == SPEC_SIGNATURES[name]
+    for (_, _, got), (_, _, want) in zip(shape, SPEC_SIGNATURES[name], strict=True):
+        assert type(got) is type(want)  # 20.0 stays a float default, 1 an int one
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_SIGNATURES))
+def test_the_reference_signature_is_the_spec_signature(name: str) -> None:
+    assert _shape(getattr(reference, name)) == SPEC_SIGNATURES[name]
+
+
+def _stub_arguments(name: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    profile, model = SimpleNamespace(), SimpleNamespace()
+    return {
+        "serve": ((256, 32), {}),
+        "erlang_c": ((160.0, 5.0, 1), {}),
+        "queueing_latency": ((), {"arrival_qps": 160.0, "service_ms": 5.0}),
+        "batching_tax": ((), {"batch_size": 32, "arrival_qps": 500.0, "service_ms": 5.0,
+                              "slo_ms": 50.0}),
+        "transformer_state_gb": ((model, 4096, 2.0), {}),
+        "cache_capacity": ((profile, model), {"context_tokens": 4096, "precision_bytes": 2.0}),
+        "cold_start_latency": ((profile,), {"precision_bytes": 2.0}),
+        "quantity_to_float": ((None, "GB", 0.0), {}),
+        "serving_track_profile": ((profile, SimpleNamespace(), SimpleNamespace(), model), {}),
+    }[name]
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_SIGNATURES))
+def test_every_template_function_raises_not_implemented_naming_itself(
+    template: ModuleType, name: str
+) -> None:
+    args, kwargs = _stub_arguments(name)
+    with pytest.raises(NotImplementedError, match=f"^{name}: "):
+        getattr(template, name)(*args, **kwargs)
+
+
+def test_the_template_exports_every_name_of_the_contract(template: ModuleType) -> None:
+    names = {*SPEC_SIGNATURES, "ServeResult", *DATACLASS_RESULTS}
+    assert names <= set(vars(template))
+    for name in SPEC_SIGNATURES:
+        assert inspect.isfunction(getattr(template, name))
+
+
+def test_serve_result_is_a_named_tuple_with_the_spec_fields(template: ModuleType) -> None:
+    cls = template.ServeResult
+    assert issubclass(cls, tuple)
+    assert cls._fields == SPEC_FIELDS["ServeResult"] == reference.ServeResult._fields
+    assert cls(1.0, 2.0, 3) == (1.0, 2.0, 3)
+
+
+@pytest.mark.parametrize("name", DATACLASS_RESULTS)
+def test_result_types_are_frozen_dataclasses_with_the_reference_fields_in_order(
+    template: ModuleType, name: str
+) -> None:
+    cls, ref = getattr(template, name), getattr(reference, name)
+    assert dataclasses.is_dataclass(cls)
+    assert cls.__dataclass_params__.frozen
+    fields = tuple(field.name for field in dataclasses.fields(cls))
+    assert fields == tuple(field.name for field in dataclasses.fields(ref))
+    assert fields == SPEC_FIELDS.get(name, fields)
+    # The same annotations too, so a student reading the template sees the reference's types.
+    assert [f.type for f in dataclasses.fields(cls)] == [f.type for f in dataclasses.fields(ref)]
+
+
+def test_the_reference_result_fields_are_the_spec_fields() -> None:
+    for name, fields in SPEC_FIELDS.items():
+        ref = getattr(reference, name)
+        got = ref._fields if name == "ServeResult" else tuple(
+            field.name for field in dataclasses.fields(ref)
+        )
+        assert got == fields, name
+
+
+def test_the_template_imports_only_the_standard_library() -> None:
+    tree = ast.parse(TEMPLATE.read_text(encoding="utf-8"))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "relative import"
+            assert node.module is not None
+            modules.add(node.module.split(".")[0])
+    assert modules
+    assert modules <= sys.stdlib_module_names | {"__future__"}, modules
+
+
+def test_the_template_runs_alone_without_site_packages(tmp_path: Path) -> None:
+    copy = tmp_path / "serving.py"
+    copy.write_text(TEMPLATE.read_text(encoding="utf-8"), encoding="utf-8")
+    script = "import sys; sys.path.insert(0, sys.argv[1]); import serving; print(serving.__file__)"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script, str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == copy
+
+
+def test_template_docstrings_state_units_but_no_formulas(template: ModuleType) -> None:
+    for name in SPEC_SIGNATURES:
+        doc = inspect.getdoc(getattr(template, name))
+        assert doc, name
+        for giveaway in ("ceil", "log(", "ln(", "1024", "1e9", "**", "sum(", "min(", "max("):
+            assert giveaway not in doc, (name, giveaway)
+    for name, unit in [("serve", "ms"), ("erlang_c", "per second"), ("queueing_latency", "ms"),
+                       ("batching_tax", "ms"), ("transformer_state_gb", "GB"),
+                       ("cache_capacity", "GB"), ("cold_start_latency", "GB/s"),
+                       ("serving_track_profile", "GB/s")]:
+        assert unit in (inspect.getdoc(getattr(template, name)) or ""), (name, unit)

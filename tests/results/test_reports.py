@@ -1,0 +1,219 @@
+"""The score reports built from the points (graders.results.reports): Gradescope's
+results document, written atomically, and the terminal's score table."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from helpers import sample_score as score
+
+from graders.grading.scoring import SCORE_DECIMALS, TestScore, rounded
+from graders.results.reports import (
+    SCHEMA_VERSION,
+    gradescope_results,
+    partial_run,
+    score_table,
+    write_json_atomically,
+)
+
+# --- gradescope_results -------------------------------------------------------------------
+
+#: 100/3 and 100/9 as written out, spelled from the decimals rather than by rounded().
+THIRD = float("33." + "3" * SCORE_DECIMALS)
+NINTH = float("11." + "1" * SCORE_DECIMALS)
+TEST_KEYS = {"name", "name_format", "number", "score", "max_score", "status", "output",
+             "output_format", "tags", "visibility", "extra_data"}
+
+
+def graded() -> list[TestScore]:
+    third = Fraction(100, 3)
+    return [
+        score("serve matches", max_score=third).with_outcome(
+            "passed", Fraction(1), "All cases passed.", 36, 36),
+        score("cache on iphone", function="cache_capacity", track="iphone", max_score=third,
+              visibility="hidden").with_outcome("failed", Fraction(1, 3), "2 of 3 failed", 1, 3),
+        score("erlang_c", function="erlang_c", max_score=third).with_outcome(
+            "error", Fraction(0), "error"),
+    ]
+
+
+def test_a_results_document_has_the_gradescope_top_level_fields() -> None:
+    document = gradescope_results(graded(), execution_time_s=4.12345, output="Score: 44/100")
+    assert set(document) == {"score", "execution_time", "output", "output_format",
+                             "test_output_format", "test_name_format", "stdout_visibility",
+                             "extra_data", "tests"}
+    assert document["output_format"] == document["test_output_format"] == "text"
+    assert document["score"] == rounded(Fraction(400, 9)) == float("44." + "4" * SCORE_DECIMALS)
+    assert document["execution_time"] == 4.123
+    assert document["output"] == "Score: 44/100"
+    assert document["stdout_visibility"] == "hidden"
+    assert document["extra_data"] == {"schema_version": SCHEMA_VERSION, "max_score": 100.0}
+    assert SCHEMA_VERSION == 1
+
+
+def test_each_test_entry_has_the_gradescope_fields() -> None:
+    tests = gradescope_results(graded(), execution_time_s=1.0, output="")["tests"]
+    assert [set(test) for test in tests] == [TEST_KEYS] * 3
+    first, second, third = tests
+    assert first == {
+        "name": "serve matches", "name_format": "text", "number": "1", "score": THIRD,
+        "max_score": THIRD, "status": "passed", "output": "All cases passed.",
+        "output_format": "text", "tags": ["serve"],
+        "visibility": "visible",
+        "extra_data": {"nodeid": "suite::serve matches", "outcome": "passed",
+                       "passed_cases": 36, "total_cases": 36},
+    }
+    assert (second["number"], second["score"], second["status"]) == ("2", NINTH, "failed")
+    assert second["tags"] == ["cache_capacity", "iphone"]
+    assert second["visibility"] == "hidden"
+    assert second["extra_data"]["outcome"] == "failed"
+    assert (third["number"], third["score"], third["status"]) == ("3", 0.0, "failed")
+    assert third["extra_data"]["outcome"] == "error"
+
+
+@pytest.mark.parametrize("status", ["failed", "error", "skipped", "not run"])
+def test_every_status_but_passed_is_failed_for_gradescope(status: str) -> None:
+    [test] = gradescope_results([score(status=status)], execution_time_s=0, output="")["tests"]
+    assert test["status"] == "failed"
+    assert test["extra_data"]["outcome"] == status
+
+
+@pytest.mark.parametrize(("earned", "written"), [(Fraction(15), 10.0), (Fraction(-3), 0.0),
+                                                 (Fraction(10), 10.0)])
+def test_the_total_score_is_clamped_to_between_zero_and_the_maximum(earned: Fraction,
+                                                                    written: float) -> None:
+    document = gradescope_results([score(earned=earned)], execution_time_s=0, output="")
+    assert document["score"] == written
+
+
+def test_extra_data_is_merged_beside_the_schema_version() -> None:
+    document = gradescope_results([], execution_time_s=0, output="",
+                                  extra={"grader_error": "pytest exit code 3"})
+    assert document["extra_data"] == {"schema_version": 1, "max_score": 0.0,
+                                      "grader_error": "pytest exit code 3"}
+    assert document["score"] == 0.0
+    assert document["tests"] == []
+
+
+def test_a_results_document_is_strict_json() -> None:
+    document = gradescope_results(graded(), execution_time_s=2.5, output="x")
+    assert json.loads(json.dumps(document, allow_nan=False)) == document
+
+
+# --- write_json_atomically -----------------------------------------------------------------
+
+
+def test_a_document_is_written_whole_with_mode_0644_and_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "results.json"
+    document = gradescope_results(graded(), execution_time_s=1.0, output="done")
+    old_umask = os.umask(0o077)
+    try:
+        write_json_atomically(target, document)
+    finally:
+        os.umask(old_umask)
+    assert json.loads(target.read_text(encoding="utf-8")) == document
+    assert target.read_text(encoding="utf-8").endswith("}\n")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(p.name for p in target.parent.iterdir()) == ["results.json"]
+
+
+def test_a_document_replaces_an_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "results.json"
+    target.write_text("old", encoding="utf-8")
+    write_json_atomically(target, {"score": 1.0})
+    assert json.loads(target.read_text(encoding="utf-8")) == {"score": 1.0}
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_document_with_nan_or_inf_is_refused_and_no_file_appears(tmp_path: Path,
+                                                                   bad: float) -> None:
+    target = tmp_path / "results.json"
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        write_json_atomically(target, {"score": bad})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_document_leaves_the_previous_results_untouched(tmp_path: Path) -> None:
+    target = tmp_path / "results.json"
+    write_json_atomically(target, {"score": 50.0})
+    before = target.read_bytes()
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        write_json_atomically(target, {"score": 75.0, "tests": [{"score": math.nan}]})
+    assert target.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_a_document_with_an_object_json_cannot_encode_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "results.json"
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        write_json_atomically(target, {"score": Fraction(1, 3)})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_replace_removes_the_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "results.json"
+    target.mkdir()
+    (target / "keep").write_text("x", encoding="utf-8")
+    with pytest.raises(IsADirectoryError):
+        write_json_atomically(target, {"score": 1.0})
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+    assert [p.name for p in target.iterdir()] == ["keep"]
+
+
+# --- score_table --------------------------------------------------------------------------
+
+
+def table_scores() -> list[TestScore]:
+    return [
+        score("serve a", max_score=Fraction(8), earned=Fraction(8), status="passed"),
+        score("serve b", max_score=Fraction(4), earned=Fraction(1), status="failed"),
+        score("cache iphone", function="cache_capacity", track="iphone",
+              max_score=Fraction(100, 3), earned=Fraction(100, 6), status="failed"),
+        score("cache robotaxi", function="cache_capacity", track="robotaxi",
+              max_score=Fraction(100, 3), earned=Fraction(0), status="failed"),
+    ]
+
+
+def test_the_table_has_a_row_per_function_then_per_track_then_the_total() -> None:
+    lines = score_table(table_scores())
+    assert lines == [
+        "function           score       max  tests",
+        "serve               9.00     12.00  2",
+        "cache_capacity     16.67     66.67  2",
+        "",
+        "track        score       max  tests",
+        "iphone       16.67     33.33  1",
+        "robotaxi      0.00     33.33  1",
+        "",
+        "TOTAL 25.67 / 78.67",
+    ]
+
+
+def test_a_table_without_tracks_has_no_track_section() -> None:
+    lines = score_table([score(max_score=Fraction(12), earned=Fraction(6), status="failed")])
+    assert not any(line.startswith("track") for line in lines)
+    assert lines[-1] == "TOTAL 6.00 / 12.00"
+    assert any(line.startswith("serve") and "6.00" in line and "12.00" in line
+               for line in lines)
+
+
+def test_an_empty_table_still_has_a_total_line() -> None:
+    assert score_table([]) == ["TOTAL 0.00 / 0.00"]
+
+
+def test_a_table_of_a_partial_run_gives_no_total_and_says_what_ran() -> None:
+    scores = [score("a", max_score=Fraction(8), earned=Fraction(4), status="failed"),
+              score("b", max_score=Fraction(12), earned=Fraction(12), status="passed"),
+              score("c", max_score=Fraction(80))]
+    lines = score_table(scores)
+    assert not any(line.startswith("TOTAL") for line in lines)
+    assert lines[-1] == ("partial run: 2 of 3 graded tests, 16.00 of their 20.00 points; "
+                         "run `pytest` with no selection for your score")
+    assert partial_run(scores[:2]) is None
