@@ -9,6 +9,7 @@ same map.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -153,6 +154,10 @@ def test_the_reference_and_the_grader_define_the_same_units() -> None:
     from reference import units as reference_units
 
     assert units.DEFINITIONS == reference_units.DEFINITIONS
+    # the worker stands alone too (standard library only): it defines them itself
+    worker = (PACKAGE / "sandbox" / "worker_main.py").read_text(encoding="utf-8")
+    defined = tuple(re.findall(r'registry\.define\("([^"]+)"\)', worker))
+    assert defined == units.DEFINITIONS
 
 
 def test_the_worker_uses_exactly_the_tags_of_the_wire_format() -> None:

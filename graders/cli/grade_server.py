@@ -26,13 +26,15 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from graders.cli import main as graders_main
-from graders.sandbox.privileges import LOCK_VARIABLE
+from graders.sandbox.privileges import LOCK_VARIABLE, lock_inheritance, passed_lock
 
 
 def held_lock() -> tuple[str, int] | None:
-    """The sandbox user's name and lock descriptor the regrade passed down, if any."""
-    name, _, number = os.environ.pop(LOCK_VARIABLE, "").rpartition(":")
-    return (name, int(number)) if name and number.isdigit() else None
+    """The sandbox user's name and lock descriptor the regrade passed down, if any (taken
+    out of the environment: each grading is handed a duplicate instead)."""
+    passed = passed_lock(os.environ)
+    os.environ.pop(LOCK_VARIABLE, None)
+    return passed
 
 
 @contextlib.contextmanager
@@ -62,7 +64,7 @@ def grade_one(request: dict[str, Any], lock: tuple[str, int] | None) -> int:
     if lock is not None:
         duplicate = os.dup(lock[1])
         os.set_inheritable(duplicate, True)
-        os.environ[LOCK_VARIABLE] = f"{lock[0]}:{duplicate}"
+        os.environ.update(lock_inheritance(lock[0], duplicate))
     try:
         with output_to(str(request["log"])):
             try:

@@ -25,7 +25,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,7 +81,7 @@ class SandboxClaim:
     def inheritance(self) -> dict[str, str]:
         """The environment that lets a child process (started with ``pass_fds=(fd,)``)
         take over this hold rather than wait for it."""
-        return {LOCK_VARIABLE: f"{self.name}:{self._fd}"} if self._fd is not None else {}
+        return lock_inheritance(self.name, self._fd) if self._fd is not None else {}
 
     def release(self) -> None:
         """Give the user back (idempotent). The descriptor is closed, never unlocked: a
@@ -233,13 +233,25 @@ def _try_claim(name: str) -> SandboxClaim | None:
     return SandboxClaim(name, fd)
 
 
+def lock_inheritance(name: str, fd: int) -> dict[str, str]:
+    """The environment that passes the lock descriptor ``fd`` on user ``name`` down."""
+    return {LOCK_VARIABLE: f"{name}:{fd}"}
+
+
+def passed_lock(environment: Mapping[str, str]) -> tuple[str, int] | None:
+    """The user name and lock descriptor :data:`LOCK_VARIABLE` names in ``environment``,
+    if it names one (whether the descriptor holds the lock is not checked here)."""
+    name, _, number = environment.get(LOCK_VARIABLE, "").rpartition(":")
+    return (name, int(number)) if name and number.isdigit() else None
+
+
 def _inherited_claim(name: str) -> SandboxClaim | None:
     """The claim on ``name`` a parent passed down (:data:`LOCK_VARIABLE`), if it is one:
     the descriptor must be open on that user's lock file and hold its lock."""
-    held, _, number = os.environ.get(LOCK_VARIABLE, "").rpartition(":")
-    if held != name or not number.isdigit():
+    passed = passed_lock(os.environ)
+    if passed is None or passed[0] != name:
         return None
-    fd = int(number)
+    fd = passed[1]
     import fcntl  # POSIX-only, so imported here: this module imports anywhere
 
     try:

@@ -391,7 +391,12 @@ class StudentRunner:
 
     def call_many(self, calls: Sequence[CallRequest]) -> Generator[CallOutcome, None, None]:
         """The outcomes of ``calls``, in order, exactly as :meth:`call` would give them
-        one after another (the worker sees the same calls in the same order).
+        one after another (the worker sees the same calls in the same order), for any
+        submission that leaves the protocol's pipes alone. One that reads the requests
+        written ahead from them can see the coming inputs (of visible cases only: hidden
+        ones are asked one at a time, in a worker of their own) and make calls fail;
+        each failure is a timeout, crash or bad reply as in :meth:`call`, within the
+        same deadlines and budget.
 
         Requests are written ahead of the replies (at most :data:`PIPELINE_BYTES`
         unanswered), so the worker computes the next calls while the caller handles an
@@ -798,7 +803,6 @@ class StudentRunner:
     def _wait_for_line(self, worker: _Worker, deadline: float, timeout_s: float) -> int:
         if worker.replies is not None:
             return self._wait_in_queue(worker, worker.replies, deadline, timeout_s)
-        limit = self.limits.max_reply_bytes
         buffer = worker.buffer
         stdout = worker.process.stdout
         assert stdout is not None
@@ -810,47 +814,48 @@ class StudentRunner:
             if worker.output is not None:
                 selector.register(worker.output, selectors.EVENT_READ, "output")
         while True:
-            if len(buffer) > limit:
-                raise _WorkerGone("garbage", self._oversize_message())
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
+            remaining = self._time_left(buffer, deadline, timeout_s)
             for key, _ in selector.select(remaining):
                 if key.data == "output":
                     if self._drain_once(worker) < 0:  # every writer closed it
                         selector.unregister(key.fd)
                         self._close_output(worker)
                     continue
-                chunk = os.read(fd, REPLY_CHUNK_BYTES)
-                if not chunk:
-                    raise _WorkerGone("crashed", self._death_message(worker))
-                scanned = len(buffer)
-                buffer += chunk
-                end = buffer.find(b"\n", scanned)
+                end = self._take_chunk(worker, os.read(fd, REPLY_CHUNK_BYTES))
                 if end >= 0:
                     return end
 
     def _wait_in_queue(self, worker: _Worker, replies: queue.Queue[bytes], deadline: float,
                        timeout_s: float) -> int:
         """:meth:`_wait_for_line` on the portable path: reply chunks from the queue."""
-        buffer = worker.buffer
         while True:
-            if len(buffer) > self.limits.max_reply_bytes:
-                raise _WorkerGone("garbage", self._oversize_message())
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
+            remaining = self._time_left(worker.buffer, deadline, timeout_s)
             try:
                 chunk = replies.get(timeout=remaining)
             except queue.Empty:
                 continue
-            if not chunk:
-                raise _WorkerGone("crashed", self._death_message(worker))
-            scanned = len(buffer)
-            buffer += chunk
-            end = buffer.find(b"\n", scanned)
+            end = self._take_chunk(worker, chunk)
             if end >= 0:
                 return end
+
+    def _time_left(self, buffer: bytearray, deadline: float, timeout_s: float) -> float:
+        """Seconds left to wait for a reply line; the reply fails once its buffer holds
+        more than a reply may, or the deadline has passed."""
+        if len(buffer) > self.limits.max_reply_bytes:
+            raise _WorkerGone("garbage", self._oversize_message())
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _WorkerGone("timeout", f"timed out after {timeout_s:g} s")
+        return remaining
+
+    def _take_chunk(self, worker: _Worker, chunk: bytes) -> int:
+        """Add a chunk of reply bytes to the worker's buffer; the end of the first line
+        in it, or -1. An empty chunk is the end of the pipe: the worker is gone."""
+        if not chunk:
+            raise _WorkerGone("crashed", self._death_message(worker))
+        scanned = len(worker.buffer)
+        worker.buffer += chunk
+        return worker.buffer.find(b"\n", scanned)
 
     def _oversize_message(self) -> str:
         return f"the reply exceeded {self.limits.max_reply_bytes} bytes"

@@ -64,12 +64,17 @@ def _copy_metadata(dist: importlib.metadata.Distribution, destination: Path) -> 
             shutil.copy2(Path(str(dist.locate_file(file))), target)
 
 
-def _runtime_key() -> str:
-    """Changes when Python, the worker script, this recipe or the packages beside pint change."""
+def _pint_package() -> Path:
+    """The folder of the pint package this process imports."""
     spec = importlib.util.find_spec("pint")
     if spec is None or spec.origin is None:
         raise GraderError("pint is not installed; install the grader with its dependencies")
-    packages = Path(spec.origin).parent.parent
+    return Path(spec.origin).parent
+
+
+def _runtime_key() -> str:
+    """Changes when Python, the worker script, this recipe or the packages beside pint change."""
+    packages = _pint_package().parent
     digest = hashlib.sha256()
     digest.update(sys.version.encode())
     digest.update(WORKER_SCRIPT.read_bytes())
@@ -142,12 +147,8 @@ pint.UnitRegistry(cache_folder=sys.argv[2])
 
 def grader_definitions(private_parent: Path) -> Path:
     """pint's parsed definitions as this process's pint reads them."""
-    spec = importlib.util.find_spec("pint")
-    if spec is None or spec.origin is None:
-        raise GraderError("pint is not installed; install the grader with its dependencies")
-    package = Path(spec.origin).parent
+    package = _pint_package()
     key = hashlib.sha256(f"{sys.version}:{package}:{package.stat().st_mtime_ns}".encode())
-
     return cached_folder("grader-units", key.hexdigest()[:20], build_definitions_cache,
                          private_parent)
 

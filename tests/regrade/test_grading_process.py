@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from helpers import ADVERSARIAL, CORPUS, graders, load
 
 from graders.regrade import server
-from graders.regrade.job import child_environment, grade_arguments, passed_fds
+from graders.regrade.job import JobContext, grade_arguments
 from graders.regrade.server import GradingProcess
 from graders.regrade.slots import Slot, claim_slots, release_slots
 
@@ -45,10 +44,9 @@ def slot(tmp_path: Path) -> Iterator[Slot]:
 
 
 def grading_process(slot: Slot) -> GradingProcess:
-    running: list[subprocess.Popen[bytes]] = []
-    return GradingProcess(cwd=slot.private, environment=child_environment(slot),
-                          pass_fds=passed_fds(slot), register=running.append,
-                          unregister=lambda process: None)
+    """The slot's grading process, as a regrade makes it."""
+    context = JobContext(out=slot.private.parent, grader_sha256="", timeout_s=300.0)
+    return context.grading_process(slot)
 
 
 def grade_in(process: GradingProcess, slot: Slot, submission: Path, name: str,
