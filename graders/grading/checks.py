@@ -6,6 +6,7 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Protocol
 
 from graders.escaping import single_line
@@ -57,6 +58,8 @@ class Tally:
     total: int = 0
     passed: int = 0
     failures: list[str] = field(default_factory=list)
+    #: The share of the passed cases' points that the function's unseen inputs confirm.
+    share: Fraction = Fraction(1)
 
     def record(self, ok: bool, feedback: str = "") -> None:
         self.total += 1
@@ -140,6 +143,8 @@ class CaseSource(Protocol):
 
     def evidence(self, function: str) -> FunctionEvidence: ...
 
+    def confirmation(self, function: str) -> tuple[Fraction, str | None]: ...
+
 
 class Grading:
     """Runs one test's cases against the student and keeps its :class:`Tally`.
@@ -196,8 +201,19 @@ class Grading:
             if not evidence.earns_trivial_cases:
                 trivial_passes = 0
         self.tally.passed += trivial_passes
-        if self.tally.passed < self.tally.total:
+        self._confirm(functions)
+        if self.tally.passed < self.tally.total or self.tally.share < 1:
             raise GradingFailure(self.feedback(), self.summary())
+
+    def _confirm(self, functions: set[str]) -> None:
+        """Scale a visible test by what its functions' unseen inputs confirm."""
+        if self._hidden or not self.tally.passed:
+            return
+        for function in sorted(functions):
+            share, note = self._source.confirmation(function)
+            self.tally.share = min(self.tally.share, share)
+            if note is not None:
+                self._notes.append(note)
 
     def _check_one(self, case: Case, expected: Any
                    ) -> tuple[bool, tuple[str, str, list[Difference]] | None]:

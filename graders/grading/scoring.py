@@ -17,19 +17,22 @@ SCORE_DECIMALS = 6
 
 @dataclass(frozen=True)
 class GraderMark:
-    """The ``grader`` marker of a test: its points, function and visibility."""
+    """The ``grader`` marker of a test: its points, function, visibility and, for a test
+    of cases, how many unseen inputs the official grade adds (None: the default)."""
 
     points: float
     function: str
     visibility: Visibility = "visible"
+    unseen: int | None = None
 
     @classmethod
     def from_marker(cls, args: Sequence[object], kwargs: Mapping[str, object],
                     where: str) -> GraderMark:
-        """Validate ``@pytest.mark.grader(points=..., function=..., visibility=...)``."""
+        """Validate ``@pytest.mark.grader(points=..., function=..., visibility=...,
+        unseen=...)``."""
         if args:
             raise ValueError(f"{where}: grader marker takes keywords only, got {args!r}")
-        unknown = set(kwargs) - {"points", "function", "visibility"}
+        unknown = set(kwargs) - {"points", "function", "visibility", "unseen"}
         if unknown:
             raise ValueError(f"{where}: unknown grader marker keyword(s) {sorted(unknown)}")
         points = kwargs.get("points")
@@ -44,7 +47,12 @@ class GraderMark:
         if visibility not in VISIBILITIES:
             raise ValueError(f"{where}: grader visibility must be one of "
                              f"{', '.join(VISIBILITIES)}, got {visibility!r}")
-        return cls(float(points), function, visibility)  # type: ignore[arg-type]
+        unseen = kwargs.get("unseen")
+        if unseen is not None and (type(unseen) is not int or not 0 <= unseen <= 1000):
+            raise ValueError(f"{where}: grader unseen must be a whole number from 0 to 1000, "
+                             f"got {unseen!r}")
+        return cls(float(points), function, visibility,  # type: ignore[arg-type]
+                   unseen)
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
     from graders.trackfiles.tracks import Track
 
 MARKER_HELP = (
-    "grader(points, function, visibility='visible'): a graded test worth `points` "
-    "(scaled so the suite totals grader_max_score), tagged with the contract `function`; "
-    "visibility is one of visible, hidden, after_due_date, after_published"
+    "grader(points, function, visibility='visible', unseen=None): a graded test worth "
+    "`points` (scaled so the suite totals grader_max_score), tagged with the contract "
+    "`function`; visibility is one of visible, hidden, after_due_date, after_published; "
+    "unseen, on a test of cases, is how many unseen inputs (split over the tracks) the "
+    "official grade checks its function on (default 40, 0 for none)"
 )
 
 

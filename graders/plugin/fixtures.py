@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -38,6 +39,9 @@ class SessionCases:
 
     def evidence(self, function: str) -> FunctionEvidence:
         return self.session.evidence(function)
+
+    def confirmation(self, function: str) -> tuple[Fraction, str | None]:
+        return self.session.confirmation(function)
 
 
 @pytest.fixture

@@ -30,6 +30,9 @@ from graders.suite import HIDDEN_PREFIX
 from graders.versions import drift_warning
 
 SUITE_DIR = Path(__file__).parents[1] / "suite"
+#: The one line a local run (a student bundle: no reference) ends with.
+PREVIEW_LINE = ("This score is a preview: the official grade also checks every function on "
+                "inputs you have not seen.")
 
 
 class GradingHooks:
@@ -115,11 +118,19 @@ def _header(session: GradingSession) -> list[str]:
              f"serving-grader: tolerance {settings.tolerance.describe()}, "
              f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
              f"{settings.examples} examples per invariant",
-             f"serving-grader: {session.isolation()}{who}"]
+             f"serving-grader: {session.isolation()}{who}",
+             f"serving-grader: {_unseen_line(session)}"]
     warning = drift_warning()
     if warning is not None:
         lines.append(f"serving-grader: {warning}")
     return lines
+
+
+def _unseen_line(session: GradingSession) -> str:
+    if session.unseen_seed is None:
+        return "no unseen inputs here (no reference): " + PREVIEW_LINE
+    secret = "the course secret" if session.settings.secret_file else "no course secret"
+    return f"unseen inputs drawn from {secret} and the submission's hash"
 
 
 def _add_suite(session: pytest.Session, grading: GradingSession,
@@ -174,6 +185,8 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
                for nodeid, (item, mark) in marks.items()}
     maxima = scaled_maxima(weights, grading.max_score)
     for nodeid, (item, mark) in marks.items():
+        if mark.unseen is not None:
+            grading.unseen_counts[mark.function] = mark.unseen
         grading.scores[nodeid] = TestScore(
             nodeid=nodeid, name=_display_name(item), function=mark.function,
             track=_track_id(item), visibility=mark.visibility, max_score=maxima[nodeid])
@@ -256,7 +269,7 @@ def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,
     excinfo = call.excinfo
     if tally is not None and excinfo is not None and excinfo.errisinstance(GradingFailure) \
             and tally.total:
-        fraction = Fraction(tally.passed, tally.total)
+        fraction = Fraction(tally.passed, tally.total) * tally.share
         return score.with_outcome("failed", fraction, str(excinfo.value), *cases)
     return score.with_outcome("failed", Fraction(0), _output(report, hidden, "failed"), *cases)
 
@@ -321,6 +334,8 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
         terminalreporter.write_line(for_terminal(import_error), red=True)
     for line in score_table(scores):
         terminalreporter.write_line(for_terminal(line))
+    if grading.oracle.golden:
+        terminalreporter.write_line(PREVIEW_LINE)
     if quiet:  # pytest prints no counts at -qq: the score table's own line says them
         counts = Counter(score.status for score in scores)
         terminalreporter.write_line(", ".join(f"{counts[status]} {status}" for status in

@@ -6,8 +6,9 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from graders.expected.oracle import Oracle, ReferenceOracle, choose_oracle
 from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases
@@ -20,6 +21,16 @@ from graders.grading.credit import (
     nontrivial_matches,
 )
 from graders.grading.scoring import TestScore
+from graders.grading.unseen import (
+    DEFAULT_UNSEEN,
+    UnseenEvidence,
+    confirmation,
+    confirmation_note,
+    inputs_key,
+    seed,
+    unseen_cases,
+    unseen_refusal,
+)
 from graders.plugin.settings import Settings
 from graders.results.classroom import classroom_results
 from graders.results.files import Reservation
@@ -50,6 +61,16 @@ if TYPE_CHECKING:
     from graders.trackfiles.tracks import Track
 
 
+class Verdict(NamedTuple):
+    """One case judged: its expected value, whether it passed, how many of its non-trivial
+    values were right, and whether computing nothing could pass it."""
+
+    expected: Any
+    passed: bool
+    values_right: int
+    trivial: bool
+
+
 @dataclass
 class GradingSession:
     """Everything one run of the grading suite shares between its tests."""
@@ -77,6 +98,15 @@ class GradingSession:
     #: SHA-256 of every input the invariant tests asked, in order: equal digests mean
     #: the same examples (reported in the results' extra_data).
     invariant_inputs: Any = field(default_factory=hashlib.sha256)
+    #: The seed of the unseen inputs (None where there is no reference: a student bundle).
+    unseen_seed: str | None = None
+    #: Unseen inputs of each function, split over the tracks (from the grader markers).
+    unseen_counts: dict[str, int] = field(default_factory=dict)
+    unseen_evidences: dict[str, UnseenEvidence] = field(default_factory=dict)
+    #: SHA-256 of every unseen input asked, in order (reported in the results' extra_data).
+    unseen_inputs: Any = field(default_factory=hashlib.sha256)
+    #: Each visible case judged, by case key.
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
 
     @property
     def max_score(self) -> float:
@@ -102,6 +132,7 @@ class GradingSession:
         assert settings.student is not None
         oracle = choose_oracle(settings.golden)
         submission = read_submission(locate_submission(settings.student))
+        unseen_seed = None if oracle.golden else seed(settings.secret(), submission)
         # the results' disk space is held before any student code runs: a submission
         # that fills the disk cannot keep them from being written
         reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
@@ -125,7 +156,7 @@ class GradingSession:
                 reservation.release()
             raise
         return cls(settings=settings, tracks=tracks, runner=runner, oracle=oracle,
-                   submission=submission, reservation=reservation)
+                   submission=submission, reservation=reservation, unseen_seed=unseen_seed)
 
     def isolation(self) -> str:
         """How the student's code is isolated, in one line for people and reports."""
@@ -156,49 +187,95 @@ class GradingSession:
                                              case.fields)
         return self.outcomes[key]
 
-    def _visible_outcomes(self, cases: list[Case]) -> Iterator[CallOutcome]:
+    def _visible_outcomes(self, cases: list[Case], kind: str = "visible"
+                          ) -> Iterator[CallOutcome]:
         """The visible worker's answer to each of ``cases``, in order: the ones not asked
-        yet are asked in one pipeline (the same calls, in the same order, as one by one)."""
+        yet are asked in one pipeline (the same calls, in the same order, as one by one).
+        ``kind`` keeps unseen cases apart from the visible ones."""
         missing: dict[str, Case] = {}
         for case in cases:
-            if ("visible", case.key) not in self.outcomes:
+            if (kind, case.key) not in self.outcomes:
                 missing.setdefault(case.key, case)
         answers = self.runner.call_many([CallRequest(case.function, case.args, case.kwargs,
                                                      case.fields) for case in missing.values()])
         for case in cases:
-            key = ("visible", case.key)
+            key = (kind, case.key)
             if key not in self.outcomes:
                 self.outcomes[key] = next(answers)
             yield self.outcomes[key]
+
+    def _visible_cases(self, function: str) -> list[Case]:
+        if not self.cases_by_function:
+            for case in visible_cases(self.tracks):
+                self.cases_by_function.setdefault(case.function, []).append(case)
+        return self.cases_by_function.get(function, [])
 
     def evidence(self, function: str) -> FunctionEvidence:
         """What ``function`` answered across every visible case of the run's tracks."""
         if function not in self.evidences:
             evidence = FunctionEvidence()
-            if not self.cases_by_function:
-                for case in visible_cases(self.tracks):
-                    self.cases_by_function.setdefault(case.function, []).append(case)
-            cases = self.cases_by_function.get(function, [])
+            cases = self._visible_cases(function)
             for case, outcome in zip(cases, self._visible_outcomes(cases), strict=True):
-                expected = self.oracle.expected(case)
-                inputs = [*case.args, *case.kwargs.values()]
-                passed = outcome.ok and not self._differences(expected, outcome.value)
-                right = nontrivial_matches(
-                    expected, outcome.value, inputs,
-                    lambda wanted, got: not self._differences(wanted, got)) if outcome.ok else 0
-                evidence.record(expected=expected, answer=outcome.value,
-                                answered=outcome.ok, passed=passed, values_right=right,
-                                failure=failed_call_message(outcome),
-                                trivial=is_trivial(expected, inputs))
+                verdict = self.verdicts[case.key] = self._verdict(case, outcome)
+                evidence.record(expected=verdict.expected, answer=outcome.value,
+                                answered=outcome.ok, passed=verdict.passed,
+                                values_right=verdict.values_right,
+                                failure=failed_call_message(outcome), trivial=verdict.trivial)
             self.evidences[function] = evidence
         return self.evidences[function]
 
     def _differences(self, expected: Any, actual: Any) -> list[Any]:
         return list(compare(expected, actual, self.settings.tolerance))
 
+    def _verdict(self, case: Case, outcome: CallOutcome) -> Verdict:
+        expected = self.oracle.expected(case)
+        inputs = [*case.args, *case.kwargs.values()]
+        passed = outcome.ok and not self._differences(expected, outcome.value)
+        right = nontrivial_matches(
+            expected, outcome.value, inputs,
+            lambda wanted, got: not self._differences(wanted, got)) if outcome.ok else 0
+        return Verdict(expected, passed, right, is_trivial(expected, inputs))
+
+    def unseen(self, function: str) -> UnseenEvidence:
+        """How ``function`` did on its unseen inputs (nothing to tell without a seed)."""
+        if function not in self.unseen_evidences:
+            evidence = UnseenEvidence()
+            count = self.unseen_counts.get(function, DEFAULT_UNSEEN)
+            if self.unseen_seed is not None and count > 0 and not self.visible_finished:
+                visible = self._visible_cases(function)
+                cases = unseen_cases(self.unseen_seed, self._templates(function), count,
+                                     visible)
+                for case in cases:
+                    self.unseen_inputs.update(f"{inputs_key(case)}\n".encode())
+                for case, outcome in zip(cases, self._visible_outcomes(cases, "unseen"),
+                                         strict=True):
+                    verdict = self._verdict(case, outcome)
+                    evidence.record(case, trivial=verdict.trivial, passed=verdict.passed,
+                                    values_right=verdict.values_right)
+            self.unseen_evidences[function] = evidence
+        return self.unseen_evidences[function]
+
+    def _templates(self, function: str) -> list[Case]:
+        """The visible cases whose twins are the unseen inputs: the non-trivial ones the
+        function passes, else (it passes none) the ones it gets some value of right."""
+        self.evidence(function)
+        verdicts = [(case, self.verdicts[case.key]) for case in self._visible_cases(function)]
+        passed = [case for case, verdict in verdicts
+                  if verdict.passed and not verdict.trivial]
+        return passed or [case for case, verdict in verdicts
+                          if verdict.values_right and not verdict.trivial]
+
+    def confirmation(self, function: str) -> tuple[Fraction, str | None]:
+        """The share of ``function``'s visible points its unseen inputs confirm, and the
+        note that says why when it is below 1."""
+        unseen = self.unseen(function)
+        share = confirmation(unseen)
+        return share, (confirmation_note(function, unseen, share) if share < 1 else None)
+
     def invariant_refusal(self, function: str) -> str | None:
         """Why the invariants of ``function`` pay nothing yet (None when they may pay)."""
-        return invariant_refusal(function, self.evidence(function))
+        return invariant_refusal(function, self.evidence(function)) \
+            or unseen_refusal(function, self.unseen(function))
 
     def finish_visible(self) -> None:
         """Make every visible call this run needs, then stop the visible worker: the
@@ -207,6 +284,7 @@ class GradingSession:
             return
         for function in CONTRACT_FUNCTIONS:
             self.evidence(function)
+            self.unseen(function)
         if self.settings.html is not None:
             from graders.feedback.page import FeedbackReport
 
@@ -260,6 +338,7 @@ class GradingSession:
                 extra={"isolation": self.isolation(),
                        "protections": self.runner.protections.as_dict(),
                        "invariant_inputs_sha256": self.invariant_inputs.hexdigest(),
+                       "unseen_inputs_sha256": self.unseen_inputs.hexdigest(),
                        "versions": grading_versions(),
                        **({"partial_run": partial} if partial is not None else {}),
                        **submission_extra(self.settings.submission_metadata)})

@@ -113,6 +113,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("submission_metadata", "--grader-submission-metadata", str, None,
            "Gradescope's submission_metadata.json: its submission id goes into the results' "
            "extra_data (ignored when the file is absent)", "PATH"),
+    Option("secret_file", "--grader-secret-file", str, None,
+           "the course secret (a file, as 'graders export gradescope' writes it) that seeds "
+           "the unseen inputs of the official grade with a hash of the submission (default: "
+           "no secret; the inputs still change with every change to the file)", "PATH"),
     Option("html", "--grader-html", str, None,
            "write a self-contained HTML feedback report (scores, feedback, and plots of the "
            "student's curves against the reference) to this path",
@@ -136,6 +140,24 @@ class Settings:
     classroom: Path | None = None
     submission_metadata: Path | None = None
     html: Path | None = None
+    secret_file: Path | None = None
+
+    def secret(self) -> bytes:
+        """The course secret (b"" when none is set); a SettingsError if it cannot be read."""
+        if self.secret_file is None:
+            return b""
+        from graders.errors import SettingsError
+
+        try:
+            secret = self.secret_file.read_bytes().strip()
+        except OSError as error:
+            raise SettingsError(f"--secret-file {self.secret_file}: cannot be read "
+                                f"({error.strerror}); pass the file 'graders export "
+                                "gradescope' wrote") from None
+        if not secret:
+            raise SettingsError(f"--secret-file {self.secret_file}: the file is empty; "
+                                "pass the file 'graders export gradescope' wrote")
+        return secret
 
     @property
     def grading(self) -> bool:
@@ -167,4 +189,5 @@ def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Sett
         classroom=path("classroom"),
         submission_metadata=path("submission_metadata"),
         html=path("html"),
+        secret_file=path("secret_file"),
     )

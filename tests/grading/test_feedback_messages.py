@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -43,6 +44,9 @@ class Source:
                         answered=True, passed=function not in self.wrong, trivial=False)
         evidence.record(expected=4.5, answer=4.5, answered=True, passed=True, trivial=False)
         return evidence
+
+    def confirmation(self, function: str) -> tuple[Fraction, str | None]:
+        return Fraction(1), None
 
 
 def failure_of(source: Source, cases: list[Case]) -> GradingFailure:
