@@ -93,6 +93,9 @@ def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
     gradescope.add_argument("--max-score", metavar="POINTS", default="100",
                             help="total points of the assignment (default 100; give the "
                                  "student bundle the same)")
+    gradescope.add_argument("--secret-file", metavar="PATH",
+                            help="the course secret that seeds the unseen inputs (default: "
+                                 "OUT.zip.secret, made with a new random secret if missing)")
     student = export_commands.add_parser(
         "student", help="the repository students clone: no reference, no hidden tests")
     student.add_argument("target", metavar="OUT_DIR", help="a new or empty folder")
@@ -119,6 +122,9 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
                          help="regrade every submission, even those already graded")
     regrade.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
     regrade.add_argument("--max-score", metavar="POINTS", help="total points of the suite")
+    regrade.add_argument("--secret-file", metavar="PATH",
+                         help="the course secret of the Gradescope zip (OUT.zip.secret), so "
+                              "that the regrade draws the unseen inputs Gradescope drew")
     regrade.add_argument("--no-histogram", action="store_true",
                          help="skip histogram.png (needs matplotlib, the 'report' extra)")
 
@@ -189,9 +195,13 @@ def _run_export(args: argparse.Namespace) -> int:
     target = Path(args.target)
     max_score = flag_value("--max-score", args.max_score, positive_float)
     if args.export_command == "gradescope":
-        names = export.export_gradescope(target, max_score=max_score)
+        secret_file = Path(args.secret_file) if args.secret_file else None
+        names, secret_file, made = export.export_gradescope(target, max_score=max_score,
+                                                            secret_file=secret_file)
         print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "
               "Gradescope programming assignment")
+        print(f"{'made a new' if made else 'used the'} course secret {secret_file}: keep it "
+              "private, and pass it to 'graders regrade --secret-file'")
         return 0
     names = export.export_student(target, max_score=max_score)
     print(f"wrote the student bundle to {target} ({len(names)} files); push it as the "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import os
+import secrets
 import shutil
 import stat
 import string
@@ -26,6 +28,7 @@ from pathlib import Path
 from graders.errors import GraderError
 from graders.expected.golden import GOLDEN_NAME, build_golden
 from graders.grading.scoring import GraderMark
+from graders.plugin.settings import read_secret
 from graders.sandbox.cleanup import remove_tree
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import GRADING_PACKAGES, pinned_requirements
@@ -35,6 +38,8 @@ TEMPLATES = Path(__file__).with_name("templates")
 #: path in it), left out of the student bundle.
 INSTRUCTOR_ONLY = ("export", "regrade", "trackfiles/generate.py", "cli/tracks.py")
 EXECUTABLE = 0o755
+#: The course secret's name in the Gradescope zip (run_autograder passes it to the grader).
+SECRET_NAME = "course_secret"
 #: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
 BUNDLED_NAMES = ("py.typed", "constraints.txt")
 
@@ -111,14 +116,31 @@ def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
     yield "student_template/serving.py", root / "student_template" / "serving.py"
 
 
-def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
-    """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``;
-    return its member names."""
+def course_secret(target: Path, given: Path | None) -> tuple[Path, bytes, bool]:
+    """The course secret of the zip ``target``: ``given``'s, else ``OUT.zip.secret``'s,
+    made (a random 256-bit hex string, mode 600) when that file does not exist yet.
+    Returns the file, the secret, and whether it was made now."""
+    path = given if given is not None else target.with_name(f"{target.name}.secret")
+    if given is None and not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+        return path, read_secret(path), True
+    return path, read_secret(path), False
+
+
+def export_gradescope(target: Path, *, max_score: float = 100.0,
+                      secret_file: Path | None = None) -> tuple[list[str], Path, bool]:
+    """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``
+    with the course secret of :func:`course_secret`; return its member names, the secret's
+    file and whether the secret was made now."""
     root = project_root()
     suite_tests()  # a suite that does not import must not ship
     if target.suffix != ".zip":
         raise ExportError(f"{target}: the Gradescope autograder must be a .zip file")
     target.parent.mkdir(parents=True, exist_ok=True)
+    secret_path, secret, made = course_secret(target, secret_file)
     names = []
     with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".zip.tmp",
                                      delete=False) as handle:
@@ -135,10 +157,14 @@ def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
                     data = _with_max_score(data, max_score)
                 archive.writestr(info, data)
                 names.append(name)
+            info = zipfile.ZipInfo(SECRET_NAME, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o600) << 16
+            archive.writestr(info, secret + b"\n")
+            names.append(SECRET_NAME)
         temporary.replace(target)
     finally:
         temporary.unlink(missing_ok=True)
-    return names
+    return names, secret_path, made
 
 
 # --- the student bundle ------------------------------------------------------------------

@@ -144,25 +144,30 @@ class Settings:
 
     def secret(self) -> bytes:
         """The course secret (b"" when none is set); a SettingsError if it cannot be read."""
-        if self.secret_file is None:
-            return b""
-        from graders.errors import SettingsError
-
-        try:
-            secret = self.secret_file.read_bytes().strip()
-        except OSError as error:
-            raise SettingsError(f"--secret-file {self.secret_file}: cannot be read "
-                                f"({error.strerror}); pass the file 'graders export "
-                                "gradescope' wrote") from None
-        if not secret:
-            raise SettingsError(f"--secret-file {self.secret_file}: the file is empty; "
-                                "pass the file 'graders export gradescope' wrote")
-        return secret
+        return read_secret(self.secret_file)
 
     @property
     def grading(self) -> bool:
         """Whether this run grades a submission (a student path is set)."""
         return self.student is not None
+
+
+def read_secret(path: Path | None) -> bytes:
+    """The course secret in ``path`` (b"" for None); a SettingsError if it cannot be read
+    or is empty."""
+    if path is None:
+        return b""
+    from graders.errors import SettingsError
+
+    try:
+        secret = path.read_bytes().strip()
+    except OSError as error:
+        raise SettingsError(f"--secret-file {path}: cannot be read ({error.strerror}); pass "
+                            "the file 'graders export gradescope' wrote") from None
+    if not secret:
+        raise SettingsError(f"--secret-file {path}: the file is empty; pass the file "
+                            "'graders export gradescope' wrote")
+    return secret
 
 
 def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Settings:

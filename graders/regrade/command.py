@@ -15,6 +15,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import csv
+import hashlib
 import io
 import math
 import os
@@ -29,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 
 from graders.errors import GraderError, SubmissionError
-from graders.plugin.settings import flag_value, positive_float
+from graders.plugin.settings import flag_value, positive_float, read_secret
 from graders.regrade.job import JobContext, run_job
 from graders.regrade.progress import Progress
 from graders.regrade.report import GradedSubmission, class_report, grade_table, markdown
@@ -81,7 +82,7 @@ def run_regrade(args: argparse.Namespace) -> int:
     _close_class_folders(root, out)
     started = time.monotonic()
     fingerprint = grader_fingerprint(tracks=Path(args.tracks) if args.tracks else None,
-                                     options=options)
+                                     options=_fingerprint_options(options))
     context = JobContext(out=out, grader_sha256=fingerprint,
                          timeout_s=args.timeout or DEFAULT_TIMEOUT_S,
                          grade_options=options)
@@ -127,7 +128,20 @@ def grade_options(args: argparse.Namespace) -> list[str]:
     if args.max_score is not None:
         flag_value("--max-score", args.max_score, positive_float)
         options += ["--max-score", args.max_score]
+    if args.secret_file:
+        secret = Path(args.secret_file).resolve()
+        read_secret(secret)  # readable and not empty, before any grading
+        options += ["--secret-file", str(secret)]
     return options
+
+
+def _fingerprint_options(options: list[str]) -> list[str]:
+    """The options as the regrade's fingerprint sees them: a rotated secret, even in the
+    same file, makes every submission out of date."""
+    if "--secret-file" not in options:
+        return options
+    secret = read_secret(Path(options[options.index("--secret-file") + 1]))
+    return [*options, f"secret-sha256={hashlib.sha256(secret).hexdigest()}"]
 
 
 def _is_up_to_date(submission: ClassSubmission, context: JobContext) -> bool:
