@@ -116,7 +116,8 @@ def test_batching_gains_more_than_twofold(student: Student, invariant_examples: 
     def check(n: int) -> None:
         one = student.real("serve", "throughput_rps", student.call("serve", n, 1))
         batched = student.real("serve", "throughput_rps", student.call("serve", n, 32))
-        assert batched > 2.0 * one, f"serve({n}, 32) gains only {batched / one:.3g}x over B=1"
+        assert batched > 2.0 * one, \
+            f"serve({n}, 32) gives {batched:.6g} req/s, not above twice B=1's {one:.6g}"
 
 
 @grader(points=1, function="serve")
@@ -153,8 +154,8 @@ def test_throughput_never_falls_with_batch_size(student: Student,
 
 @grader(points=2, function="queueing_latency")
 def test_p99_never_falls_as_load_rises(student: Student, invariant_examples: int) -> None:
-    """p99 never falls as arrival_qps rises at fixed service time and fleet, and rises from
-    light to heavy load"""
+    """p99 never falls as arrival_qps rises at fixed service time and fleet, rises from
+    light to heavy load, and is the service time with no arrivals"""
 
     @run_property(student, invariant_examples, services, fleets, cvs, loads, loads)
     def check(service: float, c: int, cv: float, rho1: float, rho2: float) -> None:
@@ -166,6 +167,16 @@ def test_p99_never_falls_as_load_rises(student: Student, invariant_examples: int
         heavy = p99_at(student, HEAVY, service, c, cv)
         assert below(light, heavy), \
             f"p99 does not rise from {LIGHT:.0%} load ({light}) to {HEAVY:.0%} ({heavy})"
+        _idle_p99_is_the_service_time(student, service, c, cv)
+
+
+def _idle_p99_is_the_service_time(student: Student, service: float, c: int,
+                                  cv: float) -> None:
+    """With no arrivals nothing waits: p99 is the service time itself."""
+    idle = p99_at(student, 0.0, service, c, cv)
+    message = f"with no arrivals p99 is {idle}, not the service time {service}"
+    assert at_most(idle, service), message
+    assert at_most(service, idle), message
 
 
 @grader(points=1, function="queueing_latency")
@@ -190,7 +201,7 @@ def test_percentiles_are_ordered(student: Student, invariant_examples: int) -> N
 
 @grader(points=1, function="queueing_latency")
 def test_p99_is_at_least_the_service_time(student: Student, invariant_examples: int) -> None:
-    """p99 >= service_ms, and above it under heavy load"""
+    """p99 >= service_ms, above it under heavy load, and equal to it with no arrivals"""
 
     @run_property(student, invariant_examples, services, fleets, cvs, loads)
     def check(service: float, c: int, cv: float, rho: float) -> None:
@@ -199,6 +210,7 @@ def test_p99_is_at_least_the_service_time(student: Student, invariant_examples: 
         heavy = p99_at(student, HEAVY, service, c, cv)
         assert below(service, heavy), \
             f"at {HEAVY:.0%} load p99 ({heavy}) is not above the service time {service}"
+        _idle_p99_is_the_service_time(student, service, c, cv)
 
 
 @grader(points=2, function="queueing_latency")
@@ -406,7 +418,7 @@ def test_max_concurrent_never_falls_with_devices(student: Student, tracks: tuple
 @grader(points=1, function="cache_capacity")
 def test_oom_exactly_when_nothing_fits(student: Student, tracks: tuple[Track, ...],
                                        invariant_examples: int) -> None:
-    """oom holds exactly when max_concurrent < 1"""
+    """oom holds exactly when max_concurrent < 1, and holds when the weights fill memory"""
 
     @run_property(student, invariant_examples, st.sampled_from(tracks),
                   st.integers(0, 1 << 20), st.integers(1, 16))
@@ -424,12 +436,23 @@ def test_oom_exactly_when_nothing_fits(student: Student, tracks: tuple[Track, ..
             fits = _capacity(student, track, 1, devices, TINY_TRANSFORMER)
             assert fits >= 1, (f"{track.track_id}: a one-layer transformer at 1 token does "
                                f"not fit once on {devices} devices")
+        if profile.model_params_b > 0:
+            # weights of twice the memory of the devices: nothing is left for any request
+            precision = 2.0 * devices * profile.memory_capacity_gb / profile.model_params_b
+            full = student.call("cache_capacity", profile, track.model, context_tokens=tokens,
+                                precision_bytes=precision, devices_per_replica=devices)
+            message = (f"{track.track_id}: weights of twice the memory of {devices} devices "
+                       f"give max_concurrent {full.get('max_concurrent')!r} and oom "
+                       f"{full.get('oom')!r}")
+            assert full.get("max_concurrent") == 0, message
+            assert full.get("oom") is True, message
 
 
 def _cold(student: Student, track: Track, **overrides: float) -> dict[str, Any]:
     profile = track.reference_profile()
-    result: dict[str, Any] = student.call("cold_start_latency", profile,
-                                          precision_bytes=profile.precision_bytes, **overrides)
+    result: dict[str, Any] = student.call(
+        "cold_start_latency", profile, **{"precision_bytes": profile.precision_bytes,
+                                          **overrides})
     return result
 
 
@@ -487,7 +510,8 @@ def test_warm_pool_never_raises_exposed_latency(student: Student, tracks: tuple[
 @grader(points=1, function="cold_start_latency")
 def test_exposed_latency_is_at_least_the_service_time(
         student: Student, tracks: tuple[Track, ...], invariant_examples: int) -> None:
-    """exposed_first_request_ms >= the track's service time, and above it with no warm pool"""
+    """exposed_first_request_ms >= the track's service time, above it with no warm pool, and
+    rising with the bytes of the weights"""
 
     @run_property(student, invariant_examples, st.sampled_from(tracks), st.integers(0, 16),
                   st.integers(1, 16))
@@ -500,6 +524,13 @@ def test_exposed_latency_is_at_least_the_service_time(
         assert below(service, unprotected), (
             f"{track.track_id}: with no warm pool the exposed latency {unprotected} is not "
             f"above the service time {service}")
+        precision = track.reference_profile().precision_bytes
+        heavier = student.real("cold_start_latency", "exposed_first_request_ms",
+                               _cold(student, track, precision_bytes=2 * precision,
+                                     scale_out_replicas=scale))
+        assert below(unprotected, heavier), (
+            f"{track.track_id}: with no warm pool the exposed latency does not rise from "
+            f"{unprotected} when the weights take twice the bytes ({heavier})")
 
 
 # --- units --------------------------------------------------------------------------------
@@ -508,7 +539,8 @@ def test_exposed_latency_is_at_least_the_service_time(
 @grader(points=4, function="serving_track_profile")
 def test_profile_is_the_same_in_other_units(student: Student, tracks: tuple[Track, ...],
                                             invariant_examples: int) -> None:
-    """The same hardware in other units (GiB or MB, TB/s or GB/s) gives the same profile"""
+    """The same hardware in other units (GiB or MB, TB/s or GB/s) gives the same profile,
+    and twice the memory gives twice memory_capacity_gb"""
 
     @run_property(student, min(invariant_examples, 8), st.sampled_from(tracks),
                   st.sampled_from(sorted(UNIT_VARIANTS)))
@@ -523,3 +555,16 @@ def test_profile_is_the_same_in_other_units(student: Student, tracks: tuple[Trac
             f"{d.field} {d.expected!r} becomes {d.actual!r}" for d in differences)
         memory = student.real("serving_track_profile", "memory_capacity_gb", written)
         assert memory > 0.0, f"{track.track_id}: memory_capacity_gb is {memory}"
+        doubled = student.real("serving_track_profile", "memory_capacity_gb", student.call(
+            "serving_track_profile", profile, variant, _with_memory_doubled(hardware), model))
+        assert math.isclose(doubled, 2.0 * memory, rel_tol=1e-9), (
+            f"{track.track_id}: twice the memory gives memory_capacity_gb {doubled}, not "
+            f"twice {memory}")
+
+
+def _with_memory_doubled(hardware: Any) -> SimpleNamespace:
+    """A namespace copy of ``hardware`` with twice its memory capacity."""
+    copied = with_units(hardware, {})
+    copied.memory = SimpleNamespace(capacity=2 * hardware.memory.capacity,
+                                    bandwidth=hardware.memory.bandwidth)
+    return copied  # type: ignore[no-any-return]
