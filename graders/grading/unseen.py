@@ -83,8 +83,9 @@ def moved(value: Any, rng: random.Random, *, inside_object: bool = False) -> Any
         if inside_object:
             return value
         return _moved_int(value, rng) if isinstance(value, int) else _moved_float(value, rng)
-    if hasattr(value, "m_as") and hasattr(value, "units"):
-        return type(value)(moved(value.magnitude, rng), value.units)
+    if hasattr(value, "m_as") and hasattr(value, "units"):  # a fact in units: any magnitude
+        return type(value)(float(value.magnitude) * float(SPREAD ** rng.uniform(-1.0, 1.0)),
+                           value.units)
     if isinstance(value, Mapping):
         return {key: moved(item, rng, inside_object=inside_object)
                 for key, item in value.items()}
@@ -199,8 +200,9 @@ def confirmation_note(function: str, unseen: UnseenEvidence, share: Fraction,
 
 
 def unseen_refusal(function: str, unseen: UnseenEvidence) -> str | None:
-    """Why the invariants of ``function`` pay nothing: no value of its unseen inputs right."""
-    if unseen.nontrivial == 0 or unseen.values_right > 0:
+    """Why the invariants of ``function`` pay nothing: no value of its unseen inputs right
+    (or no unseen input to get right: the cases it passes have nothing that can move)."""
+    if unseen.values_right > 0:
         return None
     return (f"{function} computes none of the values of its unseen inputs right, so its "
             "invariants pay nothing")

@@ -240,11 +240,11 @@ class GradingSession:
         """How ``function`` did on its unseen inputs (nothing to tell without a seed)."""
         if function not in self.unseen_evidences:
             evidence = UnseenEvidence()
-            count = self.unseen_counts.get(function, DEFAULT_UNSEEN)
-            if self.unseen_seed is not None and count > 0 and not self.visible_finished:
+            if self._draws_unseen(function) and not self.visible_finished:
+                assert self.unseen_seed is not None
                 visible = self._visible_cases(function)
-                cases = unseen_cases(self.unseen_seed, self._templates(function), count,
-                                     visible)
+                cases = unseen_cases(self.unseen_seed, self._templates(function),
+                                     self.unseen_counts.get(function, DEFAULT_UNSEEN), visible)
                 for case in cases:
                     self.unseen_inputs.update(f"{inputs_key(case)}\n".encode())
                 for case, outcome in zip(cases, self._visible_outcomes(cases, "unseen"),
@@ -274,8 +274,16 @@ class GradingSession:
 
     def invariant_refusal(self, function: str) -> str | None:
         """Why the invariants of ``function`` pay nothing yet (None when they may pay)."""
-        return invariant_refusal(function, self.evidence(function)) \
-            or unseen_refusal(function, self.unseen(function))
+        refusal = invariant_refusal(function, self.evidence(function))
+        if refusal is None and self._draws_unseen(function) \
+                and self.evidence(function).nontrivial:
+            return unseen_refusal(function, self.unseen(function))
+        return refusal
+
+    def _draws_unseen(self, function: str) -> bool:
+        """Whether this grading checks ``function`` on unseen inputs."""
+        return self.unseen_seed is not None \
+            and self.unseen_counts.get(function, DEFAULT_UNSEEN) > 0
 
     def finish_visible(self) -> None:
         """Make every visible call this run needs, then stop the visible worker: the

@@ -1,12 +1,15 @@
 """Generator: a serving.py that answers from a table of a student bundle's golden file.
 
-    python tests/adversarial/lookup_table_generator.py BUNDLE_DIR OUT/serving.py
+    python tests/adversarial/lookup_table_generator.py BUNDLE_DIR OUT/serving.py [--one]
 
 The written submission computes nothing. For every visible case of the bundle's golden
 file it keys the inputs exactly as the golden file does (the SHA-256 of their tagged
 JSON, rebuilt from the objects the grader's worker hands it) and answers the golden
 value; for anything else it answers constants. It is what a student can build from the
 repository they are given, and the official grade must pay it no more than constants.
+
+With ``--one`` the table keeps a single case per function, one whose answer holds a real
+number other than 0 and 1: a submission right on exactly one case of each function.
 """
 
 from __future__ import annotations
@@ -70,21 +73,33 @@ FUNCTIONS = ("serve", "erlang_c", "queueing_latency", "batching_tax", "transform
              "serving_track_profile")
 
 
-def table(golden: dict[str, object]) -> dict[str, dict[str, object]]:
-    """The golden file's expected values by function, then by input fingerprint."""
+def _real_number(value: object) -> bool:
+    """Whether ``value`` holds a real number other than 0 and 1."""
+    if isinstance(value, dict):
+        return any(_real_number(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_real_number(item) for item in value)
+    return isinstance(value, float) and value not in (0.0, 1.0)
+
+
+def table(golden: dict[str, object], *, one: bool = False) -> dict[str, dict[str, object]]:
+    """The golden file's expected values by function, then by input fingerprint (with
+    ``one``, a single case per function, whose answer holds a real number)."""
     by_function: dict[str, dict[str, object]] = {}
     cases = golden["cases"]
     assert isinstance(cases, dict)
-    for key, entry in cases.items():
+    for key, entry in sorted(cases.items()):
         function = key.split("/")[1]
+        if one and (function in by_function or not _real_number(entry["expected"])):
+            continue
         by_function.setdefault(function, {})[entry["inputs"]] = entry["expected"]
     return by_function
 
 
-def submission(golden: dict[str, object]) -> str:
+def submission(golden: dict[str, object], *, one: bool = False) -> str:
     fields = sorted({name for values in table(golden).values() for value in values.values()
                      if isinstance(value, dict) for name in value})
-    source = SUBMISSION.replace("TABLE_TEXT", repr(json.dumps(table(golden))))
+    source = SUBMISSION.replace("TABLE_TEXT", repr(json.dumps(table(golden, one=one))))
     source = source.replace("**FALLBACK", f"**dict.fromkeys({fields!r}, 1.0)")
     for function in FUNCTIONS:
         source += (f"\n\ndef {function}(*args, **kwargs):\n"
@@ -95,7 +110,7 @@ def submission(golden: dict[str, object]) -> str:
 def main() -> None:
     bundle, target = Path(sys.argv[1]), Path(sys.argv[2])
     golden = json.loads((bundle / "graders" / "golden.json").read_text(encoding="utf-8"))
-    target.write_text(submission(golden), encoding="utf-8")
+    target.write_text(submission(golden, one="--one" in sys.argv[3:]), encoding="utf-8")
 
 
 if __name__ == "__main__":
