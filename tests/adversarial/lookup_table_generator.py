@@ -60,10 +60,11 @@ def _decode(value):
 def _lookup(function, args, kwargs):
     encoded = _encode({"args": list(args), "kwargs": dict(kwargs)})
     text = json.dumps(encoded, sort_keys=True, separators=(",", ":"))
-    found = TABLE.get(function, {}).get(hashlib.sha256(text.encode("utf-8")).hexdigest())
-    if found is None:
+    known = TABLE.get(function, {})
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if key not in known:
         return 1.0 if function in SCALARS else SimpleNamespace(**FALLBACK)
-    value = _decode(found)
+    value = _decode(known[key])
     return SimpleNamespace(**value) if isinstance(value, dict) else value
 '''
 

@@ -1,0 +1,115 @@
+"""The official grade checks inputs no student has seen (issue 23), with the CLI as users run it.
+
+A lookup table built from a freshly exported student bundle's golden file
+(``tests/adversarial/lookup_table_generator.py``) must score no more than constants; one
+right case per function earns at most those cases' share and no invariant; the same file
+is graded the same, a changed file or secret meets new inputs; a failed unseen input shows
+its arguments and never its expected value; a local (golden) run says its score is a
+preview.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import CORPUS, FAKES, TESTS, graders, load
+
+pytestmark = pytest.mark.slow
+
+GENERATOR = TESTS / "adversarial" / "lookup_table_generator.py"
+PREVIEW = "the official grade also checks every function on inputs you have not seen"
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("unseen") / "bundle"
+    assert graders("export", "student", target).returncode == 0
+    return target
+
+
+def generated(bundle: Path, folder: Path, *options: str) -> Path:
+    folder.mkdir()
+    subprocess.run([sys.executable, str(GENERATOR), str(bundle), str(folder / "serving.py"),
+                    *options], check=True, timeout=120)
+    return folder
+
+
+def grade(submission: Path, results: Path, *options: str | Path
+          ) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    run = graders("grade", submission, "--results", results, "-q", *options)
+    assert run.returncode == 0, run.stdout + run.stderr
+    document: dict[str, Any] = load(results)
+    return document, run
+
+
+def case_tests(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [test for test in document["tests"] if "the reference" in test["name"]
+            or "converts quantities" in test["name"]]
+
+
+def test_a_lookup_table_of_the_golden_file_scores_no_more_than_constants(
+        bundle: Path, tmp_path: Path) -> None:
+    table = generated(bundle, tmp_path / "table")
+    local, run = grade(table, tmp_path / "local.json", "--golden",
+                       bundle / "graders" / "golden.json")
+    # the table is exact: locally, every visible case test passes
+    assert all(test["score"] == test["max_score"] for test in case_tests(local))
+    assert run.stdout.count(PREVIEW) == 1
+    official, run = grade(table, tmp_path / "official.json")
+    constants, _ = grade(FAKES / "constant_numbers", tmp_path / "constants.json")
+    assert official["score"] <= constants["score"]
+    assert PREVIEW not in run.stdout
+    notes = [line for test in official["tests"] for line in test["output"].splitlines()
+             if "unseen inputs" in line]
+    assert notes
+    assert all("expected" not in line for line in notes)
+
+
+def test_one_right_case_per_function_earns_at_most_its_share_and_no_invariant(
+        bundle: Path, tmp_path: Path) -> None:
+    one = generated(bundle, tmp_path / "one", "--one")
+    official, _ = grade(one, tmp_path / "official.json")
+    for test in official["tests"]:
+        if test["name"] in {t["name"] for t in case_tests(official)}:
+            counts = re.search(r"(\d+) of (\d+) cases failed", test["output"])
+            assert counts is not None, test["output"]
+            failed, total = map(int, counts.groups())
+            assert test["score"] <= test["max_score"] * (total - failed) / total + 1e-6
+        else:
+            assert test["score"] == 0, test["name"]
+
+
+def test_the_same_file_meets_the_same_inputs_and_a_changed_file_or_secret_new_ones(
+        tmp_path: Path) -> None:
+    secret, other = tmp_path / "secret", tmp_path / "other"
+    secret.write_text("course secret\n", encoding="utf-8")
+    other.write_text("another term's secret\n", encoding="utf-8")
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    source = (CORPUS / "correct" / "serving.py").read_text(encoding="utf-8")
+    (changed / "serving.py").write_text(source + "\n# one more line\n", encoding="utf-8")
+    runs = {name: grade(path, tmp_path / f"{name}.json", "--secret-file", key)[0]
+            for name, path, key in [("first", CORPUS / "correct", secret),
+                                    ("again", CORPUS / "correct", secret),
+                                    ("changed", changed, secret),
+                                    ("rotated", CORPUS / "correct", other)]}
+    digests = {name: document["extra_data"]["unseen_inputs_sha256"]
+               for name, document in runs.items()}
+    assert all(document["score"] == 100.0 for document in runs.values())
+    for document in runs.values():
+        document.pop("execution_time")
+    assert runs["first"] == runs["again"]
+    assert len({digests["first"], digests["changed"], digests["rotated"]}) == 3
+
+
+def test_an_unreadable_secret_file_is_a_usage_error(tmp_path: Path) -> None:
+    run = graders("grade", CORPUS / "correct", "--results", tmp_path / "r.json",
+                  "--secret-file", tmp_path / "missing")
+    assert run.returncode == 2
+    assert "--secret-file" in run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
