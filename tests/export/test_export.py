@@ -249,6 +249,33 @@ def test_the_zip_grades_out_of_the_max_score_it_was_exported_with(tmp_path: Path
     assert '--max-score "$MAX_SCORE"' in script
 
 
+def test_the_zip_holds_the_course_secret_made_once_beside_it_and_passes_it_to_the_grader(
+        tmp_path: Path) -> None:
+    target = tmp_path / "course.zip"
+    made = graders("export", "gradescope", target)
+    assert made.returncode == 0, made.stderr
+    secret_file = tmp_path / "course.zip.secret"
+    assert "made a new course secret" in made.stdout
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    secret = secret_file.read_text(encoding="ascii").strip()
+    assert len(secret) == 64
+    with zipfile.ZipFile(target) as archive:
+        assert archive.read("course_secret").decode().strip() == secret
+        assert stat.S_IMODE(archive.getinfo("course_secret").external_attr >> 16) == 0o600
+        script = archive.read("run_autograder").decode()
+    assert '--secret-file "$ROOT/source/course_secret"' in script
+    again = graders("export", "gradescope", target)
+    assert "used the course secret" in again.stdout
+    assert secret_file.read_text(encoding="ascii").strip() == secret
+    given = tmp_path / "next-term.secret"
+    given.write_text("next term\n", encoding="ascii")
+    assert graders("export", "gradescope", tmp_path / "next.zip", "--secret-file",
+                   given).returncode == 0
+    with zipfile.ZipFile(tmp_path / "next.zip") as archive:
+        assert archive.read("course_secret") == b"next term\n"
+    assert not (tmp_path / "next.zip.secret").exists()
+
+
 def test_export_gradescope_refuses_a_target_that_is_not_a_zip(tmp_path: Path) -> None:
     assert_usage_error(graders("export", "gradescope", tmp_path / "autograder.tar"),
                        "must be a .zip file")
