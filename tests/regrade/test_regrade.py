@@ -757,3 +757,34 @@ def test_the_same_failure_of_two_functions_makes_two_groups_each_with_its_hint()
     groups = failure_groups([entry])
     assert sorted(group.functions for group in groups) == [("quantity_to_float",),
                                                            ("transformer_state_gb",)]
+
+
+@pytest.mark.slow
+def test_a_regrade_with_the_course_secret_is_single_gradings_and_a_new_secret_redoes_all(
+        base: Path) -> None:
+    home = base / "secret"
+    (home / "class").mkdir(parents=True)
+    (home / "tmp").mkdir()
+    for folder in (home, home / "tmp"):
+        folder.chmod(0o755)
+    for name in ("correct", "passes_floor"):
+        shutil.copytree(CORPUS / name, home / "class" / name)
+    secret = home / "course.zip.secret"
+    secret.write_text("this term\n", encoding="ascii")
+    run = regrade(home, "--secret-file", str(secret), "--no-histogram")
+    assert run.returncode == 0, run.stderr[-3000:]
+    for name in ("correct", "passes_floor"):
+        single = run_cli("grade", CORPUS / name, "--results", home / f"{name}.json", "-q",
+                         "--secret-file", secret)
+        assert single.returncode == 0, single.stderr
+        documents = [json.loads(path.read_text(encoding="utf-8")) for path in
+                     (home / f"{name}.json", home / "out" / "submissions" / name / "results.json")]
+        for document in documents:
+            document.pop("execution_time")
+        assert documents[0]["extra_data"]["unseen_inputs_sha256"] == \
+            documents[1]["extra_data"]["unseen_inputs_sha256"]
+        assert documents[0]["tests"] == documents[1]["tests"]
+        assert documents[0]["score"] == documents[1]["score"]
+    secret.write_text("next term\n", encoding="ascii")
+    rotated = regrade(home, "--secret-file", str(secret), "--no-histogram")
+    assert "2 submissions: 2 processed now, 0 up to date" in rotated.stdout
