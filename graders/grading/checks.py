@@ -196,8 +196,11 @@ class Grading:
             if evidence.constant:
                 self.tally.passed = 0
                 trivial_passes = 0
-            if reason is not None and (trivial_passes or evidence.constant):
+            if reason is not None and (trivial_passes or evidence.constant
+                                       or evidence.wrong_shape):
                 self._notes.append(reason)
+                if evidence.wrong_shape:  # the one cause of every failure: said first
+                    self._first_problem = reason
             if not evidence.earns_trivial_cases:
                 trivial_passes = 0
         self.tally.passed += trivial_passes

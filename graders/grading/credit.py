@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from graders.grading.contract import RESULT_FIELDS
+
 #: Leaf values a function that computes nothing can still produce.
 _DEGENERATE = (0, 1)
 
@@ -128,6 +130,9 @@ class FunctionEvidence:
     expected: set[str] = field(default_factory=set)
     #: Why the first unanswered case got no answer ("" while every case was answered).
     first_failure: str = ""
+    #: Answers that had none of the result's fields (a result in a shape the grader
+    #: cannot read: the same "answer" whatever was computed).
+    shapeless: int = 0
 
     def record(self, *, expected: Any, answer: Any | None, answered: bool, passed: bool,
                trivial: bool, failure: str = "", values_right: int = 0) -> None:
@@ -140,6 +145,7 @@ class FunctionEvidence:
             self.first_failure = failure or "no answer"
         if answered:
             self.answered += 1
+            self.shapeless += _shapeless(answer)
             self.answers.add(answer_key(answer))
             self.expected.add(answer_key(expected))
         if not trivial:
@@ -153,8 +159,14 @@ class FunctionEvidence:
 
     @property
     def constant(self) -> bool:
-        """One answer for inputs that call for different ones."""
-        return len(self.answers) == 1 and len(self.expected) > 1
+        """One answer for inputs that call for different ones (not counting a result whose
+        fields could not be read: that is a shape to fix, see :func:`shape_problem`)."""
+        return len(self.answers) == 1 and len(self.expected) > 1 and not self.wrong_shape
+
+    @property
+    def wrong_shape(self) -> bool:
+        """Every answer lacked every field of the result."""
+        return self.answered > 0 and self.shapeless == self.answered
 
     @property
     def earns_invariants(self) -> bool:
@@ -169,7 +181,29 @@ class FunctionEvidence:
         return (self.nontrivial_passed > 0 or self.nontrivial == 0) and not self.constant
 
 
+def _shapeless(answer: Any) -> bool:
+    """Whether a plain answer of a result with fields has none of them."""
+    return isinstance(answer, Mapping) and bool(answer) and all(
+        isinstance(value, Mapping) and set(value) == {"$missing"} for value in answer.values())
+
+
+def shape_problem(function: str, evidence: FunctionEvidence) -> str | None:
+    """The one line that names the shape ``function`` must return, when none of its answers
+    had a field the grader reads (None otherwise)."""
+    fields = RESULT_FIELDS.get(function)
+    if not evidence.wrong_shape or not fields:
+        return None
+    names = ", ".join(fields)
+    return (f"{function} returns a value the grader cannot read its fields from: return an "
+            f"object with the attributes {names} (e.g. the result class of serving.py), a "
+            f"dict with these keys, or a tuple or list of exactly {len(fields)} values in "
+            "this order")
+
+
 def _constant_reason(function: str, evidence: FunctionEvidence) -> str | None:
+    shape = shape_problem(function, evidence)
+    if shape is not None:
+        return shape
     if evidence.constant:
         return (f"{function} gives the same answer whatever it is asked, so none of its "
                 "tests earn points")

@@ -151,6 +151,8 @@ def plain(value: Any, depth: int = 0, budget: Budget | None = None) -> Any:
         return float.__float__(value)
     if isinstance(value, str):
         return spent(bounded_text(str.__str__(value)), budget)
+    if _exact_number(kind):  # a Decimal or Fraction: its value as a float
+        return float(value)
     if getattr(kind, "__module__", "") == "numpy" and hasattr(value, "item"):
         try:
             item = value.item()
@@ -169,6 +171,16 @@ def plain(value: Any, depth: int = 0, budget: Budget | None = None) -> Any:
     return {"$unsupported": str(getattr(kind, "__qualname__", "object"))[:80]}
 
 
+def _exact_number(kind: type) -> bool:
+    """Whether ``kind`` is decimal.Decimal or fractions.Fraction (looked up only among the
+    modules the submission imported: nothing is imported for it)."""
+    for module, name in (("decimal", "Decimal"), ("fractions", "Fraction")):
+        loaded = sys.modules.get(module)
+        if loaded is not None and kind is getattr(loaded, name, None):
+            return True
+    return False
+
+
 def spent(text: str, budget: Budget) -> str:
     """``text``, once its length is charged to ``budget``."""
     budget.spend(len(text))
@@ -183,17 +195,26 @@ def bounded_text(text: str) -> str:
 
 
 def read_fields(result: Any, fields: list[str] | None, budget: Budget | None = None) -> Any:
-    """Read ``fields`` from a result object by attribute, or by position from a tuple."""
+    """Read ``fields`` from a result: by key from a dict, by attribute from an object, or
+    by position from a tuple or list of exactly that many items."""
     if fields is None:
         return plain(result, 0, budget)
-    positional = isinstance(result, tuple) and tuple.__len__(result) == len(fields)
+    if isinstance(result, tuple):
+        items = tuple.__len__(result) == len(fields) and list(tuple.__iter__(result))
+    elif isinstance(result, list):
+        items = list.__len__(result) == len(fields) and list(list.__iter__(result))
+    else:
+        items = False
+    keyed = isinstance(result, dict)
     values: dict[str, Any] = {}
     for index, field in enumerate(fields):
         try:
-            if hasattr(result, field):
+            if keyed and dict.__contains__(result, field):
+                values[field] = plain(dict.__getitem__(result, field), 0, budget)
+            elif hasattr(result, field):
                 values[field] = plain(getattr(result, field), 0, budget)
-            elif positional:
-                values[field] = plain(tuple.__getitem__(result, index), 0, budget)
+            elif items:
+                values[field] = plain(items[index], 0, budget)
             else:
                 values[field] = {"$missing": field}
         except ReplyTooLarge:

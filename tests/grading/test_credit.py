@@ -12,6 +12,7 @@ from graders.grading.credit import (
     invariant_refusal,
     is_trivial,
     nontrivial_matches,
+    shape_problem,
     trivial_refusal,
 )
 from graders.units import ureg
@@ -115,3 +116,28 @@ def test_invariants_pay_for_a_right_field_in_a_failed_case() -> None:
                  passed=False, trivial=False, values_right=1)
     assert found.earns_invariants
     assert not found.earns_trivial_cases
+
+
+def test_a_result_whose_fields_cannot_be_read_is_told_its_shape_and_is_not_called_constant(
+) -> None:
+    missing = {name: {"$missing": name} for name in ("wait_rate_per_s", "wait_probability")}
+    shapeless = evidence(({"wait_rate_per_s": 50.0, "wait_probability": 0.0}, missing, False,
+                          False),
+                         ({"wait_rate_per_s": 20.0, "wait_probability": 0.4}, missing, False,
+                          False))
+    assert shapeless.wrong_shape
+    assert not shapeless.constant
+    reason = str(trivial_refusal("erlang_c", shapeless))
+    assert reason == shape_problem("erlang_c", shapeless)
+    assert "same answer whatever it is asked" not in reason
+    assert "wait_rate_per_s, wait_probability" in reason
+    assert "a tuple or list of exactly 2 values" in reason
+    assert reason == invariant_refusal("erlang_c", shapeless)
+
+
+def test_one_readable_answer_is_enough_to_judge_the_function_as_usual() -> None:
+    missing = {"value": {"$missing": "value"}}
+    mixed = evidence(({"value": 1.5}, missing, False, False),
+                     ({"value": 2.5}, {"value": 2.5}, True, False))
+    assert not mixed.wrong_shape
+    assert shape_problem("erlang_c", mixed) is None

@@ -266,3 +266,50 @@ def test_a_submission_printed_from_gives_the_same_values_as_a_quiet_one() -> Non
         got = [runner.call("serve", args) for args in arguments]
         assert runner.output_summary().total_bytes == len(arguments) * 900_002
     assert got == expected
+
+
+# --- results in every shape the student README allows (issue 21) ---------------------------
+
+SHAPES = source("""
+    import dataclasses, decimal, fractions
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    Pair = namedtuple("Pair", "wait_rate_per_s wait_probability")
+
+    @dataclasses.dataclass(frozen=True)
+    class Result:
+        wait_rate_per_s: float
+        wait_probability: float
+
+    def shaped(kind):
+        rate, probability = 2.5, 0.25
+        return {
+            "namedtuple": Pair(rate, probability),
+            "dataclass": Result(rate, probability),
+            "namespace": SimpleNamespace(wait_rate_per_s=rate, wait_probability=probability),
+            "tuple": (rate, probability),
+            "list": [rate, probability],
+            "asdict": dataclasses.asdict(Result(rate, probability)),
+            "decimal": (decimal.Decimal("2.5"), decimal.Decimal("0.25")),
+            "fraction": [fractions.Fraction(5, 2), fractions.Fraction(1, 4)],
+            "float": probability,
+            "three items": [rate, probability, 1.0],
+        }[kind]
+""")
+FIELDS = ("wait_rate_per_s", "wait_probability")
+
+
+@pytest.mark.parametrize("kind", ["namedtuple", "dataclass", "namespace", "tuple", "list",
+                                  "asdict", "decimal", "fraction"])
+def test_a_result_in_any_readable_shape_gives_its_fields(kind: str) -> None:
+    with StudentRunner(SHAPES) as runner:
+        value = ok_value(runner.call("shaped", (kind,), {}, FIELDS))
+    assert value == {"wait_rate_per_s": 2.5, "wait_probability": 0.25}
+
+
+@pytest.mark.parametrize("kind", ["float", "three items"])
+def test_a_result_of_another_shape_has_every_field_missing(kind: str) -> None:
+    with StudentRunner(SHAPES) as runner:
+        value = ok_value(runner.call("shaped", (kind,), {}, FIELDS))
+    assert value == {name: {"$missing": name} for name in FIELDS}
