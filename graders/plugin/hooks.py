@@ -118,19 +118,15 @@ def _header(session: GradingSession) -> list[str]:
              f"serving-grader: tolerance {settings.tolerance.describe()}, "
              f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
              f"{settings.examples} examples per invariant",
-             f"serving-grader: {session.isolation()}{who}",
-             f"serving-grader: {_unseen_line(session)}"]
+             f"serving-grader: {session.isolation()}{who}"]
+    if session.unseen_seed is not None:
+        secret = "the course secret" if settings.secret_file else "no course secret"
+        lines.append(f"serving-grader: unseen inputs drawn from {secret} and the "
+                     "submission's hash")
     warning = drift_warning()
     if warning is not None:
         lines.append(f"serving-grader: {warning}")
     return lines
-
-
-def _unseen_line(session: GradingSession) -> str:
-    if session.unseen_seed is None:
-        return "no unseen inputs here (no reference): " + PREVIEW_LINE
-    secret = "the course secret" if session.settings.secret_file else "no course secret"
-    return f"unseen inputs drawn from {secret} and the submission's hash"
 
 
 def _add_suite(session: pytest.Session, grading: GradingSession,
