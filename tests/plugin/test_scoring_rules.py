@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from helpers import CORPUS, FAKES, REPO
 
+from graders.grading.cases import serve_cases
+
 CORRECT = CORPUS / "correct" / "serving.py"
 BUGGY = CORPUS / "p99_at_q095" / "serving.py"
 #: The grading suite, named by path as a student names one of its tests.
@@ -147,3 +149,41 @@ def test_invariants_of_a_constant_function_pay_nothing(pytester: pytest.Pytester
     assert len(invariants) == 19
     assert all("same answer whatever it is asked" in t["output"] for t in invariants)
     result.stdout.no_fnmatch_line("INTERNALERROR*")
+
+
+#: serve right only for the visible cases' inputs, 0 passes elsewhere: a table of the
+#: visible answers in the shape of code.
+VISIBLE_ONLY_SERVE = """
+
+_serve = serve
+VISIBLE = {visible!r}
+
+
+def serve(n_requests, batch_size, **costs):
+    if (n_requests, batch_size, tuple(sorted(costs.items()))) in VISIBLE:
+        return _serve(n_requests, batch_size, **costs)
+    return ServeResult(1.0, 1.0, 0)
+"""
+
+
+def test_visible_points_unconfirmed_by_unseen_inputs_pay_nothing_and_hide_the_answers(
+        pytester: pytest.Pytester, submission: Path) -> None:
+    visible = {(*case.args, tuple(sorted(case.kwargs.items()))) for case in serve_cases()}
+    submission.write_text(CORRECT.read_text(encoding="utf-8")
+                          + VISIBLE_ONLY_SERVE.format(visible=visible), encoding="utf-8")
+    result = pytester.runpytest("--student", "serving.py", "--grader-results", "out.json",
+                                "-p", "no:randomly")
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+    result.stdout.fnmatch_lines(["*unseen inputs drawn from no course secret*"])
+    result.stdout.no_fnmatch_line("*This score is a preview*")
+    tests = {t["extra_data"]["nodeid"]: t for t in results(pytester.path / "out.json")["tests"]}
+    serve = tests["graders/suite/test_cases.py::test_serve"]
+    assert serve["score"] == 0
+    assert "0 of 36 cases failed" in serve["output"]
+    note = next(line for line in serve["output"].splitlines() if "unseen inputs" in line)
+    assert note.startswith("serve failed ")
+    assert "serve(" in note
+    assert "expected" not in note
+    for nodeid, test in tests.items():
+        if test["tags"][0] != "serve":
+            assert test["score"] == test["max_score"], nodeid
