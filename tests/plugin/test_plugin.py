@@ -365,7 +365,8 @@ def test_an_invalid_grader_marker_is_a_usage_error(pytester: pytest.Pytester, ma
 
 def test_the_grader_marker_is_registered_with_its_signature(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.grader(points, function, visibility='visible')*"])
+    result.stdout.fnmatch_lines(["@pytest.mark.grader(points, function, visibility='visible', "
+                                 "unseen=None)*"])
 
 
 def test_every_flag_is_documented_in_one_option_group(pytester: pytest.Pytester) -> None:
