@@ -70,12 +70,14 @@ def _moved_float(value: float, rng: random.Random) -> float:
     return value * float(SPREAD ** rng.uniform(-1.0, 1.0))
 
 
-def moved(value: Any, rng: random.Random, *, inside_object: bool = False) -> Any:
+def moved(value: Any, rng: random.Random, *, inside_object: bool = False,
+          objects: bool = True) -> Any:
     """``value`` with its numbers moved (0, 1, flags, text and None kept).
 
-    Inside an object (a track's profile, hardware or model) only quantities move: the
-    track stays the same deployment, while what a case varies (loads, batch sizes,
-    context lengths, precisions, bandwidths, a hardware fact in its units) changes.
+    Inside an object (a track's profile, hardware or model) only quantities move, and only
+    when ``objects``: the track stays the same deployment, while what a case varies
+    (loads, batch sizes, context lengths, precisions, bandwidths, a hardware fact in its
+    units) changes.
     """
     if value is None or isinstance(value, bool | str):
         return value
@@ -87,11 +89,14 @@ def moved(value: Any, rng: random.Random, *, inside_object: bool = False) -> Any
         return type(value)(float(value.magnitude) * float(SPREAD ** rng.uniform(-1.0, 1.0)),
                            value.units)
     if isinstance(value, Mapping):
-        return {key: moved(item, rng, inside_object=inside_object)
+        return {key: moved(item, rng, inside_object=inside_object, objects=objects)
                 for key, item in value.items()}
     if isinstance(value, tuple | list):
-        items = [moved(item, rng, inside_object=inside_object) for item in value]
+        items = [moved(item, rng, inside_object=inside_object, objects=objects)
+                 for item in value]
         return tuple(items) if isinstance(value, tuple) else items
+    if not objects:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         attributes = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     elif hasattr(value, "__dict__"):
@@ -102,6 +107,17 @@ def moved(value: Any, rng: random.Random, *, inside_object: bool = False) -> Any
         return value  # nothing moves: the same object (its wire encoding is reused)
     return types.SimpleNamespace(**{name: moved(item, rng, inside_object=True)
                                     for name, item in attributes.items()})
+
+
+def _has_numbers(values: list[Any]) -> bool:
+    """Whether ``values`` hold a number or a quantity of their own (not in an object)."""
+    for value in values:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+        if hasattr(value, "m_as") or (isinstance(value, tuple | list)
+                                      and _has_numbers(list(value))):
+            return True
+    return False
 
 
 def _holds_quantity(value: Any, depth: int = 0) -> bool:
@@ -143,8 +159,12 @@ def unseen_cases(seed_text: str, templates: Iterable[Case], count: int,
         for index in range(per_track):
             for _ in range(MAX_TRIES):
                 template = choices[rng.randrange(len(choices))]
-                case = Case(f"unseen {index + 1}", template.function, moved(template.args, rng),
-                            moved(dict(template.kwargs), rng), track_id)
+                # a case with numbers of its own moves them; one made of a track's objects
+                # only (a profile from its hardware and model) moves their quantities
+                objects = not _has_numbers([*template.args, *template.kwargs.values()])
+                case = Case(f"unseen {index + 1}", template.function,
+                            moved(template.args, rng, objects=objects),
+                            moved(dict(template.kwargs), rng, objects=objects), track_id)
                 if inputs_key(case) not in seen:
                     seen.add(inputs_key(case))
                     drawn.append(case)

@@ -146,3 +146,18 @@ def test_the_marker_refuses_an_unseen_count_that_is_not_a_whole_number_in_range(
 def test_the_marker_takes_an_unseen_count() -> None:
     mark = GraderMark.from_marker((), {"points": 1, "function": "serve", "unseen": 0}, "t")
     assert mark.unseen == 0
+
+
+def test_a_case_with_numbers_of_its_own_keeps_its_tracks_objects_and_one_without_moves_them(
+) -> None:
+    tracks = load_tracks(REPO / "tracks")
+    cloud = next(track for track in tracks if track.track_id == "cloud_fleet")
+    by_function = {}
+    for function in ("transformer_state_gb", "serving_track_profile"):
+        templates = [c for c in visible_cases(tracks)
+                     if c.track_id == "cloud_fleet" and c.function == function]
+        by_function[function] = unseen_cases("seed", templates, 1, templates)[0]
+    assert by_function["transformer_state_gb"].args[0] is cloud.model
+    hardware = by_function["serving_track_profile"].args[2]
+    assert hardware is not cloud.hardware
+    assert hardware.memory.capacity != cloud.hardware.memory.capacity
