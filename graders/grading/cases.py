@@ -56,8 +56,11 @@ def _short(value: Any) -> str:
         if track_id:
             return f"<track {track_id}>"
         if name:
-            return f"<model {name}>" if "model" in type(value).__name__.lower() \
-                else f"<{type(value).__name__} {name}>"
+            if "model" in type(value).__name__.lower() or hasattr(value, "parameters"):
+                return f"<model {name}>"
+            if hasattr(value, "memory"):
+                return f"<hardware {name}>"
+            return f"<{type(value).__name__} {name}>"
         return f"<{type(value).__name__}>"
     if hasattr(value, "m_as"):
         return f"Q({value:~P})"

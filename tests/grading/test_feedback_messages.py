@@ -126,3 +126,12 @@ def test_case_inputs_name_tracks_and_models_in_the_lab_s_terms() -> None:
 def test_the_student_bundle_leaves_out_the_instructor_commands() -> None:
     for part in ("export", "regrade", "cli/tracks.py", "trackfiles/generate.py"):
         assert part in INSTRUCTOR_ONLY
+
+
+def test_a_moved_copy_of_a_tracks_hardware_and_model_is_named_by_kind() -> None:
+    import types
+
+    hardware = types.SimpleNamespace(name="NVIDIA H100", memory=types.SimpleNamespace())
+    model = types.SimpleNamespace(name="Llama-2-70B", parameters=7e10)
+    text = Case("c", "serving_track_profile", (hardware, model)).describe_inputs()
+    assert text == "serving_track_profile(<hardware NVIDIA H100>, <model Llama-2-70B>)"
