@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 
 from graders.errors import GraderError, SubmissionError
-from graders.plugin.settings import flag_value, positive_float
+from graders.plugin.settings import flag_value, points_total
 from graders.regrade.job import JobContext, run_job
 from graders.regrade.progress import Progress
 from graders.regrade.report import GradedSubmission, class_report, grade_table, markdown
@@ -125,7 +125,7 @@ def grade_options(args: argparse.Namespace) -> list[str]:
         load_tracks(args.tracks)
         options += ["--tracks", str(Path(args.tracks).resolve())]
     if args.max_score is not None:
-        flag_value("--max-score", args.max_score, positive_float)
+        flag_value("--max-score", args.max_score, points_total)
         options += ["--max-score", args.max_score]
     return options
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graders.errors import GraderError
+from graders.errors import GraderFailure
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import (
     cache_folder,
@@ -56,8 +56,9 @@ _STDLIB_SKIP = ("site-packages", "dist-packages", "test", "tests", "idlelib", "t
                 "turtledemo", "ensurepip", "lib2to3", "pydoc_data")
 
 
-class SandboxError(GraderError):
-    """The sandbox user or a reachable interpreter cannot be set up."""
+class SandboxError(GraderFailure):
+    """The sandbox user or a reachable interpreter cannot be set up (a grader failure:
+    never the submission's doing)."""
 
 
 class SandboxClaim:
