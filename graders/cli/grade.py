@@ -60,12 +60,12 @@ BELOW_FAIL_UNDER = BELOW_FAIL_UNDER_EXIT
 #: The exit-code policy of ``graders grade``, for CI pipelines and the README.
 EXIT_CODES = {
     0: "grading completed (whatever the score, unless --fail-under says otherwise)",
-    GRADER_FAILED: "the grader itself failed: no score; --results holds a grader-failure "
-                   "record (no score, the reason) and stderr one line saying what failed",
     USAGE_ERROR: "usage or configuration error, or no usable serving.py in the submission "
                  "(one line on stderr; for a submission that exists, --results still gets "
                  "0 points and the reason)",
     BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
+    GRADER_FAILED: "the grader itself failed: no score; --results holds a grader-failure "
+                   "record (no score, the reason) and stderr one line saying what failed",
 }
 
 

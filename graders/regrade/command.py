@@ -108,7 +108,7 @@ def _close_class_folders(root: Path, out: Path) -> None:
     must not read (or run) a classmate's serving.py or results while it is graded."""
     if not running_as_root():
         return
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o755, parents=True, exist_ok=True)
     opened = [path for path in (root, out) if path.stat().st_mode & 0o007]
     close_to_others(opened)
     for path in opened:
@@ -211,7 +211,7 @@ def _work_folders(out: Path) -> tuple[Path, Path]:
                     report_problems(remove_tree(entry), what="removing an abandoned regrade")
     work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     work.chmod(0o711)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o755, parents=True, exist_ok=True)
     private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=out))
     return work, private
 

@@ -223,7 +223,8 @@ def test_the_grade_sheet_has_the_score_and_points_per_function_of_everyone() -> 
         ["ann", "Ann", "a", "", "graded", "5.0", "5.0", "3.0", "2.0"],
         ["ben", "Ben", "b", "", "graded", "3.5", "5.0", "1.5", "2.0"],
         ["cat", "Cat", "c", "", "graded", "0.0", "5.0", "0.0", "0.0"],
-        ["dan", "", "", "", "timed_out", "0.0", "5.0", "", ""],
+        # a grading that did not complete has no score: an empty cell, never a 0
+        ["dan", "", "", "", "timed_out", "", "5.0", "", ""],
     ]
 
 
@@ -422,7 +423,8 @@ def run_cli(*args: str | Path, cwd: Path | None = None,
 @pytest.mark.parametrize(("arguments", "fragment"), [
     (["--jobs", "0"], "argument --jobs: must be >= 1"),
     (["--timeout", "-1"], "argument --timeout: must be a finite number > 0"),
-    (["--max-score", "nan"], "--max-score must be a finite number > 0"),
+    (["--max-score", "nan"], "--max-score expected a number"),
+    (["--max-score", "1.0000001"], "--max-score must have at most 6 decimals"),
 ])
 def test_bad_regrade_options_are_one_line_usage_errors(tmp_path: Path, arguments: list[str],
                                                        fragment: str) -> None:
