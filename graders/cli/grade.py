@@ -41,7 +41,7 @@ COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 GRADER_FAILED = 1
 USAGE_ERROR = 2
 BELOW_FAIL_UNDER = 3
-#: The exit-code policy of ``graders grade``, for CI pipelines and the README.
+#: The exit-code policy of ``graders grade``, for CI pipelines and docs/course-staff.md.
 EXIT_CODES = {
     0: "grading completed (whatever the score, unless --fail-under says otherwise)",
     GRADER_FAILED: "the grader itself failed; fallback results (every test at 0, the reason) "
