@@ -57,7 +57,7 @@ COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 GRADER_FAILED = GRADER_FAILED_EXIT
 USAGE_ERROR = 2
 BELOW_FAIL_UNDER = BELOW_FAIL_UNDER_EXIT
-#: The exit-code policy of ``graders grade``, for CI pipelines and the README.
+#: The exit-code policy of ``graders grade``, for CI pipelines and docs/course-staff.md.
 EXIT_CODES = {
     0: "grading completed (whatever the score, unless --fail-under says otherwise)",
     USAGE_ERROR: "usage or configuration error, or no usable serving.py in the submission "
