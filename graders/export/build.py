@@ -117,6 +117,7 @@ def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
 def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100)) -> list[str]:
     """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``;
     return its member names."""
+    max_score = Fraction(max_score)
     root = project_root()
     suite_tests()  # a suite that does not import must not ship
     if target.suffix != ".zip":
@@ -173,7 +174,7 @@ def export_student(target: Path, *, max_score: Fraction = Fraction(100)) -> list
     root = project_root()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ExportError(f"{target} exists and is not an empty folder; choose a new folder")
-    share = visible_share(suite_tests(), max_score)
+    share = visible_share(suite_tests(), Fraction(max_score))
     tracks = load_tracks(root / "tracks")
     cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
     golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=float(share))
@@ -191,7 +192,7 @@ def export_student(target: Path, *, max_score: Fraction = Fraction(100)) -> list
             f"graders/{GOLDEN_NAME}": json.dumps(golden, indent=1, allow_nan=False) + "\n",
             "pyproject.toml": _student_pyproject(root),
             "README.md": _fill("student_README.md", visible_max=decimal_text(share),
-                               max_score=decimal_text(max_score),
+                               max_score=decimal_text(Fraction(max_score)),
                                track_count=str(len(tracks)),
                                track_labels=", ".join(t.label for t in tracks)),
             ".github/workflows/classroom.yml": (TEMPLATES / "classroom.yml").read_text(),
