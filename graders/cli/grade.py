@@ -24,16 +24,18 @@ from pathlib import Path
 
 import pytest
 
-from graders.errors import SettingsError, SubmissionError
+from graders.errors import GraderError, SettingsError, SubmissionError
 from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
 from graders.results.classroom import github_output_line
 from graders.results.files import OutputPathError, check_output_file, install_file, remove_output
 from graders.results.reports import (
     fallback_results,
+    interrupted_results,
     read_valid_results,
     unusable_submission_results,
     write_results,
 )
+from graders.sandbox.interrupts import Interruption, interruptible
 from graders.sandbox.submission import locate_submission, read_submission
 
 #: pytest exit codes after which grading completed, whatever the score.
@@ -41,6 +43,9 @@ COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 GRADER_FAILED = 1
 USAGE_ERROR = 2
 BELOW_FAIL_UNDER = 3
+#: 128 + the signal's number, the shell's convention.
+INTERRUPTED_SIGINT = 130
+INTERRUPTED_SIGTERM = 143
 #: The exit-code policy of ``graders grade``, for CI pipelines and the README.
 EXIT_CODES = {
     0: "grading completed (whatever the score, unless --fail-under says otherwise)",
@@ -50,6 +55,10 @@ EXIT_CODES = {
                  "(one line on stderr; for a submission that exists, --results still gets "
                  "0 points and the reason)",
     BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
+    INTERRUPTED_SIGINT: "the grading was interrupted by SIGINT (Ctrl-C); its workers and "
+                        "folders were removed, and the results say it was interrupted, with "
+                        "no score",
+    INTERRUPTED_SIGTERM: "the same, for SIGTERM",
 }
 
 
@@ -136,6 +145,40 @@ def run_grade(args: argparse.Namespace) -> int:
     for name, _ in OUTPUTS:  # only this run may leave these behind
         if getattr(args, name):
             remove_output(getattr(args, name))
+    results = Path(args.results) if args.results else None
+    interruption = Interruption()
+    try:
+        with interruptible() as interruption:
+            return _grade(args, submission, fail_under, github_output)
+    except GraderError:
+        raise
+    except KeyboardInterrupt as error:  # SIGINT or SIGTERM: the run cleaned up on its way out
+        name = interruption.name(error)
+        if results is not None and _said(results) != "interrupted":
+            write_results(results, interrupted_results([], name))
+        sys.stderr.write(f"graders: the grading was interrupted by {name}; no score was "
+                         "given\n")
+        return interruption.exit_code(error)
+    except Exception as error:  # noqa: BLE001 - the guard: the grader failed, results say so
+        if results is not None and _said(results) is None:
+            write_results(results, fallback_results([], f"{type(error).__name__}: {error}"))
+        sys.stderr.write(f"graders: grader failure: {type(error).__name__}: {error}\n")
+        return GRADER_FAILED
+
+
+def _said(results: Path) -> str | None:
+    """What valid results at ``results`` already say of a grading that did not complete:
+    "interrupted", "failed" (the grader's fallback), or None (none, or a score)."""
+    document = read_valid_results(results)
+    extra = document.get("extra_data", {}) if document is not None else {}
+    if "interrupted" in extra:
+        return "interrupted"
+    return "failed" if "grader_error" in extra else None
+
+
+def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
+           github_output: Path | None) -> int:
+    """The grading run itself: pytest in a private scratch folder, the outputs installed."""
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
             _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                          # Hypothesis keeps no examples (database=None), but would still
@@ -151,6 +194,8 @@ def run_grade(args: argparse.Namespace) -> int:
         _install_outputs(scratch, targets)
         if code == pytest.ExitCode.USAGE_ERROR:
             return USAGE_ERROR
+        if code == pytest.ExitCode.INTERRUPTED:  # before the plugin's hooks could say so
+            raise KeyboardInterrupt
         completed = code in COMPLETED
         results = Path(args.results) if args.results else None
         document = read_valid_results(results) if results is not None else None

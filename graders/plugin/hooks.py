@@ -25,7 +25,8 @@ from graders.grading.checks import (
 from graders.grading.scoring import GraderMark, Status, TestScore, rounded, scaled_maxima
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
-from graders.results.reports import score_table
+from graders.results.reports import fallback_results, interrupted_results, score_table
+from graders.sandbox.interrupts import interrupted_by
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import drift_warning
 
@@ -38,6 +39,8 @@ class GradingHooks:
 
     def __init__(self, session: GradingSession) -> None:
         self.session = session
+        #: The signal that interrupted the run (SIGINT for Ctrl-C), once one has.
+        self.interrupted: str | None = None
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.session.close()
@@ -70,8 +73,22 @@ class GradingHooks:
             _set_score_properties(item, report, updated)
         return report
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.interrupted = interrupted_by(excinfo.value)
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        _finish(self.session)
+        """The guard of every report: whatever fails or interrupts the finish, the workers
+        are stopped and results are written (the grader's failure, or the interruption,
+        with no score); an interrupt is raised again once they are."""
+        interrupted = self.interrupted if exitstatus == pytest.ExitCode.INTERRUPTED else None
+        try:
+            _finish(self.session, interrupted)
+        except KeyboardInterrupt as error:
+            _finish_anyway(self.session, interrupted=interrupted_by(error))
+            raise
+        except BaseException as error:  # noqa: BLE001 - RecursionError, MemoryError, ...
+            _finish_anyway(self.session, failure=f"{type(error).__name__}: {error}")
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         _quiet_unused_hypothesis(session.config)
 
     @pytest.hookimpl(wrapper=True)
@@ -86,6 +103,10 @@ class GradingHooks:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
                                 config: pytest.Config) -> None:
+        if self.interrupted is not None:  # no score table: there is no score
+            terminalreporter.write_line(f"serving-grader: the grading was interrupted by "
+                                        f"{self.interrupted}: no score", red=True)
+            return
         if self.session.scores:
             _summary(terminalreporter, config, self.session)
 
@@ -276,8 +297,12 @@ def _output(report: pytest.TestReport, hidden: bool, status: str) -> str:
     return shortened(output, MAX_FEEDBACK_CHARS) or status
 
 
-def _finish(grading: GradingSession) -> None:
-    """The last visible calls, the workers stopped, then every report written."""
+def _finish(grading: GradingSession, interrupted: str | None = None) -> None:
+    """The last visible calls, the workers stopped, then every report written; after an
+    interrupt, no more calls: the workers stopped and results that say so."""
+    if interrupted is not None:
+        _finish_anyway(grading, interrupted=interrupted)
+        return
     html = grading.settings.html
     grading.finish_visible()  # measures the page's curves, if any, before the worker stops
     report = grading.feedback
@@ -289,6 +314,20 @@ def _finish(grading: GradingSession) -> None:
         grading.write_classroom(grading.settings.classroom)
     if report is not None and html is not None:
         report.write(html, document if document is not None else grading.results_document())
+
+
+def _finish_anyway(grading: GradingSession, *, interrupted: str | None = None,
+                   failure: str | None = None) -> None:
+    """Stop the workers and write results that give no score: the run was ``interrupted``
+    by that signal, or the grader failed with ``failure``."""
+    grading.close()
+    results = grading.settings.results
+    if results is None:
+        return
+    scores = list(grading.scores.values())
+    document = interrupted_results(scores, interrupted) if interrupted is not None else \
+        fallback_results(scores, failure or "the grader failed")
+    grading.write_results(results, document)
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSession) -> None:

@@ -31,6 +31,7 @@ from graders.results.reports import (
     validated_results,
     write_json_atomically,
 )
+from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.privileges import (
     claim_sandbox_user,
     close_to_others,
@@ -104,11 +105,13 @@ class GradingSession:
         submission = read_submission(locate_submission(settings.student))
         # the results' disk space is held before any student code runs: a submission
         # that fills the disk cannot keep them from being written
-        reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
-            if settings.results is not None else None
+        reservation = None
         sandbox = None
         runner = None
         try:
+            with deferred_signals():  # made and held here, or not made
+                reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
+                    if settings.results is not None else None
             if running_as_root():
                 sandbox = claim_sandbox_user(settings.sandbox_user)  # this grading's alone
                 close_to_others(protected_folders())
@@ -139,12 +142,17 @@ class GradingSession:
         """Stop both workers, then give the sandbox user back (the hidden worker reuses
         the visible one's user, so only the session may release it). The hidden worker,
         the one that may still run, is stopped first: the visible runner's sweep of the
-        user then finds nothing left to kill."""
-        if self.hidden_runner is not None:
-            self.hidden_runner.close()
-        self.runner.close()
-        if self.runner.sandbox is not None:
-            self.runner.sandbox.release()
+        user then finds nothing left to kill. The results' reserved space, if no results
+        were written into it, is given back. Safe to call again."""
+        with deferred_signals():
+            if self.hidden_runner is not None:
+                self.hidden_runner.close()
+            self.runner.close()
+            if self.runner.sandbox is not None:
+                self.runner.sandbox.release()
+            reservation, self.reservation = self.reservation, None
+            if reservation is not None:
+                reservation.release()
 
     def case_outcome(self, case: Case, *, hidden: bool) -> CallOutcome:
         """The student's answer to ``case``, asked once per run: hidden cases in the hidden
@@ -236,10 +244,15 @@ class GradingSession:
             lines += [f"{printed.sentence().capitalize()}; they follow.", printed.text]
         return "\n".join(lines)
 
-    def write_results(self, path: Path) -> Mapping[str, Any]:
-        """Write Gradescope results for the scores recorded so far: validated, atomically,
-        and if building them fails, the fallback with every test at 0. Returns them."""
-        document = self.results_document()
+    def write_results(self, path: Path, document: Mapping[str, Any] | None = None
+                      ) -> Mapping[str, Any]:
+        """Write Gradescope results (``document``, by default those of the scores recorded
+        so far): validated, atomically, and if building them fails, the fallback with every
+        test at 0. Returns them."""
+        if document is None:
+            document = self.results_document()
+        else:
+            document = validated_results(document, list(self.scores.values()))
         reservation, self.reservation = self.reservation, None
         try:
             write_json_atomically(path, document, reservation=reservation)

@@ -155,6 +155,18 @@ def fallback_results(scores: Sequence[TestScore], reason: str) -> dict[str, Any]
         extra={"grader_error": reason})
 
 
+def interrupted_results(scores: Sequence[TestScore], signal_name: str) -> dict[str, Any]:
+    """Results for a grading stopped by a signal: not a score (every test at 0, marked
+    not graded), and ``extra_data.interrupted`` names the signal."""
+    zeroed = [score.with_outcome("error", Fraction(0), "not graded: the grading was "
+                                 "interrupted") for score in scores]
+    return gradescope_results(
+        zeroed, execution_time_s=0.0,
+        output=f"Grading was interrupted ({signal_name}) before it finished: this is not a "
+               "score. Grade the submission again.",
+        extra={"interrupted": signal_name})
+
+
 def unusable_submission_results(reason: str) -> dict[str, Any]:
     """Results for a submission with no usable ``serving.py``: 0 points, and why."""
     return gradescope_results(

@@ -51,6 +51,7 @@ from graders.sandbox.confinement import (
     launcher_command,
     protections_for,
 )
+from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.limits import Limits as Limits  # part of the runner's interface
 from graders.sandbox.privileges import (
     TOKEN_VARIABLE,
@@ -283,6 +284,22 @@ class StudentRunner:
     def __init__(self, submission: bytes, *, limits: Limits | None = None,
                  root: Path | None = None, sandbox: SandboxUser | None = None,
                  budget: TimeBudget | None = None) -> None:
+        try:
+            with deferred_signals():  # a folder made is a folder owned, or removed
+                self._set_up(submission, limits, root, sandbox, budget)
+        except BaseException:
+            self._abandon_set_up()
+            raise
+
+    def _abandon_set_up(self) -> None:
+        """Remove what a set-up that failed (or was interrupted) had made."""
+        made = self.__dict__.get("root") if self.__dict__.get("_owns_root") else \
+            self.__dict__.get("_box")
+        if made is not None:
+            report_problems(remove_tree(made))
+
+    def _set_up(self, submission: bytes, limits: Limits | None, root: Path | None,
+                sandbox: SandboxUser | None, budget: TimeBudget | None) -> None:
         self.limits = limits or Limits()
         self.budget = budget if budget is not None else TimeBudget.of(self.limits)
         self.sandbox = sandbox
@@ -368,6 +385,10 @@ class StudentRunner:
         this run alone, and, when this grading holds its sandbox user alone, every process,
         shared-folder entry and SysV IPC object of that user. Never raises: results are
         written after it. What cannot be removed is reported on stderr."""
+        with deferred_signals():  # stopped half way, it would leave processes and folders
+            self._close()
+
+    def _close(self) -> None:
         problems: list[str] = []
         try:
             self._stop()
