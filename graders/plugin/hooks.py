@@ -41,6 +41,8 @@ class GradingHooks:
         self.session = session
         #: The signal that interrupted the run (SIGINT for Ctrl-C), once one has.
         self.interrupted: str | None = None
+        #: What failed inside pytest or a hook (an internal error), once something has.
+        self.failure: str | None = None
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.session.close()
@@ -76,13 +78,20 @@ class GradingHooks:
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.interrupted = interrupted_by(excinfo.value)
 
+    def pytest_internalerror(self, excrepr: object,
+                             excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.failure = f"{excinfo.type.__name__}: {excinfo.value}"
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """The guard of every report: whatever fails or interrupts the finish, the workers
         are stopped and results are written (the grader's failure, or the interruption,
         with no score); an interrupt is raised again once they are."""
         interrupted = self.interrupted if exitstatus == pytest.ExitCode.INTERRUPTED else None
         try:
-            _finish(self.session, interrupted)
+            if exitstatus == pytest.ExitCode.INTERNAL_ERROR:  # no score from a broken run
+                _finish_anyway(self.session, failure=self.failure or "an internal error")
+            else:
+                _finish(self.session, interrupted)
         except KeyboardInterrupt as error:
             _finish_anyway(self.session, interrupted=interrupted_by(error))
             raise
