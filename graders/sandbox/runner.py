@@ -51,6 +51,7 @@ from graders.sandbox.confinement import (
     launcher_command,
     protections_for,
 )
+from graders.sandbox.containment import Containment, contain
 from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.limits import Limits as Limits  # part of the runner's interface
 from graders.sandbox.privileges import (
@@ -127,6 +128,9 @@ class _Worker:
     #: The portable path's requests, written by a thread (None: stop and close the pipe),
     #: so that a worker that stops reading never blocks the grader in a write.
     requests: queue.Queue[bytes | None] | None = None
+    #: The portable path's bound on the worker's memory and processes (a Job Object, or a
+    #: watch of its process tree), where the system offers one.
+    containment: Containment | None = None
 
 
 class Reason(Enum):
@@ -675,6 +679,8 @@ class StudentRunner:
                 **platform_support.new_group_options(),  # type: ignore[call-overload]
             )
             worker = self._read_in_threads(process)
+            # before the worker reads its first request: nothing of the student's runs yet
+            worker.containment = contain(process.pid, self.limits.address_space_bytes)
             worker.requests = self._write_in_thread(process)
         else:
             with open(self._log_path, "ab") as log:
@@ -982,6 +988,8 @@ class StudentRunner:
                     os.close(fd)
 
     def _death_message(self, worker: _Worker) -> str:
+        if worker.containment is not None and worker.containment.reason:
+            return f"the worker was stopped: {worker.containment.reason}"
         try:
             code = worker.process.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
@@ -1022,6 +1030,8 @@ class StudentRunner:
         what the worker wrote before it died (a process it started in a session of its
         own may keep the pipe open: the thread is a daemon, and is left to it)."""
         process = worker.process
+        if worker.containment is not None:  # first: it finds the worker's tree through it
+            worker.containment.close()
         platform_support.kill_tree(process)
         if worker.requests is not None:  # its thread closes the pipe, once a write ends
             worker.requests.put(None)
