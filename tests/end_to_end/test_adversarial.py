@@ -235,6 +235,7 @@ GRADED_ELSEWHERE = {
     "deep_directory_tree": "end_to_end/test_adversarial_cleanup.py",
     "read_other_grading": "end_to_end/test_adversarial_cleanup.py",
     "leave_shared_files": "end_to_end/test_adversarial_cleanup.py",
+    "portable_escape_and_grow": "end_to_end/test_portability.py",
 }
 
 
