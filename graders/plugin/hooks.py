@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from graders.errors import GRADER_FAILED_EXIT, GraderFailure
 from graders.escaping import for_terminal
 from graders.grading.checks import (
     MAX_FEEDBACK_CHARS,
@@ -22,10 +23,17 @@ from graders.grading.checks import (
     StudentCallFailed,
     shortened,
 )
-from graders.grading.scoring import GraderMark, Status, TestScore, rounded, scaled_maxima
+from graders.grading.scoring import (
+    GraderMark,
+    Status,
+    TestScore,
+    decimal_text,
+    rounded,
+    scaled_maxima,
+)
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
-from graders.results.reports import fallback_results, interrupted_results, score_table
+from graders.results.reports import grader_failure_results, interrupted_results, score_table
 from graders.sandbox.interrupts import interrupted_by
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import drift_warning
@@ -45,7 +53,7 @@ class GradingHooks:
         self.failure: str | None = None
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self.session.close()
+        self.session.end()
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         return _header(self.session)
@@ -64,6 +72,8 @@ class GradingHooks:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
                                   ) -> Generator[None, Any, Any]:
         report = yield
+        if call.excinfo is not None and call.excinfo.errisinstance(GraderFailure):
+            self.session.failures.append(str(call.excinfo.value))
         score = item.stash.get(SCORE_KEY, None)
         if score is None:  # not a graded test
             return report
@@ -82,10 +92,11 @@ class GradingHooks:
                              excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.failure = f"{excinfo.type.__name__}: {excinfo.value}"
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """The guard of every report: whatever fails or interrupts the finish, the workers
-        are stopped and results are written (the grader's failure, or the interruption,
-        with no score); an interrupt is raised again once they are."""
+        are stopped and a final result is written (the grader's failure, or the
+        interruption: no score); an interrupt is raised again once it is."""
         interrupted = self.interrupted if exitstatus == pytest.ExitCode.INTERRUPTED else None
         try:
             if exitstatus == pytest.ExitCode.INTERNAL_ERROR:  # no score from a broken run
@@ -97,7 +108,8 @@ class GradingHooks:
             raise
         except BaseException as error:  # noqa: BLE001 - RecursionError, MemoryError, ...
             _finish_anyway(self.session, failure=f"{type(error).__name__}: {error}")
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        if self.session.grader_failure is not None and interrupted is None:
+            session.exitstatus = GRADER_FAILED_EXIT  # one verdict: the exit code says it too
         _quiet_unused_hypothesis(session.config)
 
     @pytest.hookimpl(wrapper=True)
@@ -143,7 +155,8 @@ def _header(session: GradingSession) -> list[str]:
     who = f" ({sandbox.name}, uid {sandbox.uid})" if sandbox is not None else ""
     lines = [f"serving-grader: grading {settings.student} on tracks {ids}",
              f"serving-grader: tolerance {settings.tolerance.describe()}, "
-             f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
+             f"{settings.limits.call_timeout_s:g} s per call, "
+             f"max score {decimal_text(session.max_score)}, "
              f"{settings.examples} examples per invariant",
              f"serving-grader: {session.isolation()}{who}"]
     warning = drift_warning()
@@ -202,7 +215,9 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
     siblings = Counter(_function_id(item) for item, _ in marks.values())
     weights = {nodeid: mark.points / siblings[_function_id(item)]
                for nodeid, (item, mark) in marks.items()}
-    maxima = scaled_maxima(weights, grading.max_score)
+    maxima = scaled_maxima(weights, grading.max_score,
+                           groups={nodeid: "visible" if mark.visibility == "visible" else "other"
+                                   for nodeid, (_, mark) in marks.items()})
     for nodeid, (item, mark) in marks.items():
         grading.scores[nodeid] = TestScore(
             nodeid=nodeid, name=_display_name(item), function=mark.function,
@@ -316,27 +331,24 @@ def _finish(grading: GradingSession, interrupted: str | None = None) -> None:
     grading.finish_visible()  # measures the page's curves, if any, before the worker stops
     report = grading.feedback
     grading.close()
-    document = None
+    document = grading.final_results()
     if grading.settings.results is not None:
-        document = grading.write_results(grading.settings.results)
+        grading.write_results(grading.settings.results)
     if grading.settings.classroom is not None:
         grading.write_classroom(grading.settings.classroom)
     if report is not None and html is not None:
-        report.write(html, document if document is not None else grading.results_document())
+        report.write(html, document)
 
 
 def _finish_anyway(grading: GradingSession, *, interrupted: str | None = None,
                    failure: str | None = None) -> None:
-    """Stop the workers and write results that give no score: the run was ``interrupted``
-    by that signal, or the grader failed with ``failure``."""
+    """Stop the workers and write a final result that gives no score: the run was
+    ``interrupted`` by that signal, or the grader failed with ``failure``."""
     grading.close()
-    results = grading.settings.results
-    if results is None:
-        return
-    scores = list(grading.scores.values())
-    document = interrupted_results(scores, interrupted) if interrupted is not None else \
-        fallback_results(scores, failure or "the grader failed")
-    grading.write_results(results, document)
+    grading.final = interrupted_results(interrupted) if interrupted is not None else \
+        grader_failure_results(failure or "the grader failed")
+    if grading.settings.results is not None:
+        grading.write_results(grading.settings.results)
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSession) -> None:
@@ -367,7 +379,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
     terminalreporter.section("serving-lab score")
     if import_error and (quiet or config.getoption("tbstyle") != "no"):
         terminalreporter.write_line(for_terminal(import_error), red=True)
-    for line in score_table(scores):
+    for line in score_table(scores, grader_failure=grading.grader_failure):
         terminalreporter.write_line(for_terminal(line))
     if quiet:  # pytest prints no counts at -qq: the score table's own line says them
         counts = Counter(score.status for score in scores)

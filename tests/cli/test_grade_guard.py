@@ -1,6 +1,6 @@
-"""Whatever fails inside the grader, ``graders grade`` writes a valid results.json and leaves
-nothing behind; whatever interrupts it (SIGTERM, SIGINT), it stops its workers, removes its
-folders and says so in results.json, with no score.
+"""Whatever fails inside the grader, ``graders grade`` writes its grader-failure record (no
+score, the reason) at --results and leaves nothing behind; whatever interrupts it (SIGTERM,
+SIGINT), it stops its workers, removes its folders and says so in that record, with no score.
 
 Failures are planted in a real ``graders grade`` run by a ``sitecustomize.py`` put first on
 its PYTHONPATH (the worker runs with ``-S``: nothing is planted in the submission's code);
@@ -26,7 +26,7 @@ import pytest
 from helpers import ADVERSARIAL, CORPUS, REPO, kill_marked, reject_constant
 
 from graders.cli.grade import GRADER_FAILED, INTERRUPTED_SIGINT, INTERRUPTED_SIGTERM
-from graders.results.reports import read_valid_results
+from graders.results.reports import grader_failure, interrupted_by_signal
 
 #: A grading that hangs in every serve call: long enough to be interrupted mid-way.
 HANGING = ADVERSARIAL / "hang_in_serve"
@@ -76,11 +76,14 @@ def left_behind(home: Path) -> list[str]:
                      if p.name not in ("results.json", ".hypothesis"))])
 
 
-def results(home: Path) -> dict[str, Any]:
+def no_score(home: Path) -> dict[str, Any]:
+    """The grader-failure record at out/results.json: no score, no tests, a reason."""
     path = home / "out" / "results.json"
-    assert read_valid_results(path) is not None, "no valid results.json"
     document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"),
                                           parse_constant=reject_constant)
+    assert grader_failure(document), document
+    assert "score" not in document
+    assert "tests" not in document
     return document
 
 
@@ -122,9 +125,9 @@ def test_a_grader_failure_anywhere_still_writes_valid_results_and_leaves_nothing
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == GRADER_FAILED, stdout[-2000:] + stderr[-2000:]
     assert "Traceback" not in stderr, stderr[-3000:]
-    document = results(home)
-    assert "grader_error" in document["extra_data"]
-    assert document["score"] == 0
+    document = no_score(home)
+    assert interrupted_by_signal(document) is None
+    assert "the grader failed" in stderr
     assert left_behind(home) == []
     assert kill_marked(f"{home}/") == []
 
@@ -155,10 +158,9 @@ def test_an_interrupted_grading_stops_its_workers_removes_its_folders_and_says_s
     assert "Traceback" not in stderr, stderr[-3000:]
     name = signal.Signals(number).name
     assert f"interrupted by {name}" in stderr
-    document = results(home)
-    assert document["extra_data"]["interrupted"] == name
-    assert "this is not a score" in document["output"]
-    assert document["score"] == 0
+    document = no_score(home)
+    assert interrupted_by_signal(document) == name
+    assert f"interrupted by {name}" in document["output"]
     assert left_behind(home) == []
     assert kill_marked(f"{home}/") == []
 
@@ -182,6 +184,6 @@ def test_a_slots_grading_process_interrupted_cleans_up_and_exits(home: Path) -> 
     finally:
         server.kill()
     assert reply == {"code": INTERRUPTED_SIGTERM}
-    assert results(home)["extra_data"]["interrupted"] == "SIGTERM"
+    assert interrupted_by_signal(no_score(home)) == "SIGTERM"
     assert left_behind(home) == []
     assert kill_marked(f"{home}/") == []
