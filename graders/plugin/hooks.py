@@ -33,7 +33,8 @@ from graders.grading.scoring import (
 )
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
-from graders.results.reports import score_table
+from graders.results.reports import grader_failure_results, interrupted_results, score_table
+from graders.sandbox.interrupts import interrupted_by
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import drift_warning
 
@@ -46,9 +47,13 @@ class GradingHooks:
 
     def __init__(self, session: GradingSession) -> None:
         self.session = session
+        #: The signal that interrupted the run (SIGINT for Ctrl-C), once one has.
+        self.interrupted: str | None = None
+        #: What failed inside pytest or a hook (an internal error), once something has.
+        self.failure: str | None = None
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self.session.close()
+        self.session.end()
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         return _header(self.session)
@@ -80,11 +85,31 @@ class GradingHooks:
             _set_score_properties(item, report, updated)
         return report
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.interrupted = interrupted_by(excinfo.value)
+
+    def pytest_internalerror(self, excrepr: object,
+                             excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.failure = f"{excinfo.type.__name__}: {excinfo.value}"
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        _finish(self.session)
-        if self.session.grader_failure is not None:  # one verdict: the exit code says it too
-            session.exitstatus = GRADER_FAILED_EXIT
+        """The guard of every report: whatever fails or interrupts the finish, the workers
+        are stopped and a final result is written (the grader's failure, or the
+        interruption: no score); an interrupt is raised again once it is."""
+        interrupted = self.interrupted if exitstatus == pytest.ExitCode.INTERRUPTED else None
+        try:
+            if exitstatus == pytest.ExitCode.INTERNAL_ERROR:  # no score from a broken run
+                _finish_anyway(self.session, failure=self.failure or "an internal error")
+            else:
+                _finish(self.session, interrupted)
+        except KeyboardInterrupt as error:
+            _finish_anyway(self.session, interrupted=interrupted_by(error))
+            raise
+        except BaseException as error:  # noqa: BLE001 - RecursionError, MemoryError, ...
+            _finish_anyway(self.session, failure=f"{type(error).__name__}: {error}")
+        if self.session.grader_failure is not None and interrupted is None:
+            session.exitstatus = GRADER_FAILED_EXIT  # one verdict: the exit code says it too
         _quiet_unused_hypothesis(session.config)
 
     @pytest.hookimpl(wrapper=True)
@@ -99,6 +124,10 @@ class GradingHooks:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
                                 config: pytest.Config) -> None:
+        if self.interrupted is not None:  # no score table: there is no score
+            terminalreporter.write_line(f"serving-grader: the grading was interrupted by "
+                                        f"{self.interrupted}: no score", red=True)
+            return
         if self.session.scores:
             _summary(terminalreporter, config, self.session)
 
@@ -292,8 +321,12 @@ def _output(report: pytest.TestReport, hidden: bool, status: str) -> str:
     return shortened(output, MAX_FEEDBACK_CHARS) or status
 
 
-def _finish(grading: GradingSession) -> None:
-    """The last visible calls, the workers stopped, then every report written."""
+def _finish(grading: GradingSession, interrupted: str | None = None) -> None:
+    """The last visible calls, the workers stopped, then every report written; after an
+    interrupt, no more calls: the workers stopped and results that say so."""
+    if interrupted is not None:
+        _finish_anyway(grading, interrupted=interrupted)
+        return
     html = grading.settings.html
     grading.finish_visible()  # measures the page's curves, if any, before the worker stops
     report = grading.feedback
@@ -305,6 +338,17 @@ def _finish(grading: GradingSession) -> None:
         grading.write_classroom(grading.settings.classroom)
     if report is not None and html is not None:
         report.write(html, document)
+
+
+def _finish_anyway(grading: GradingSession, *, interrupted: str | None = None,
+                   failure: str | None = None) -> None:
+    """Stop the workers and write a final result that gives no score: the run was
+    ``interrupted`` by that signal, or the grader failed with ``failure``."""
+    grading.close()
+    grading.final = interrupted_results(interrupted) if interrupted is not None else \
+        grader_failure_results(failure or "the grader failed")
+    if grading.settings.results is not None:
+        grading.write_results(grading.settings.results)
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSession) -> None:

@@ -33,6 +33,7 @@ from graders.results.reports import (
     validated_results,
     write_json_atomically,
 )
+from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.privileges import (
     claim_sandbox_user,
     close_to_others,
@@ -112,11 +113,13 @@ class GradingSession:
         submission = read_submission(locate_submission(settings.student))
         # the results' disk space is held before any student code runs: a submission
         # that fills the disk cannot keep them from being written
-        reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
-            if settings.results is not None else None
+        reservation = None
         sandbox = None
         runner = None
         try:
+            with deferred_signals():  # made and held here, or not made
+                reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
+                    if settings.results is not None else None
             if running_as_root():
                 sandbox = claim_sandbox_user(settings.sandbox_user)  # this grading's alone
                 close_to_others(protected_folders())
@@ -147,12 +150,22 @@ class GradingSession:
         """Stop both workers, then give the sandbox user back (the hidden worker reuses
         the visible one's user, so only the session may release it). The hidden worker,
         the one that may still run, is stopped first: the visible runner's sweep of the
-        user then finds nothing left to kill."""
-        if self.hidden_runner is not None:
-            self.hidden_runner.close()
-        self.runner.close()
-        if self.runner.sandbox is not None:
-            self.runner.sandbox.release()
+        user then finds nothing left to kill. Safe to call again."""
+        with deferred_signals():
+            if self.hidden_runner is not None:
+                self.hidden_runner.close()
+            self.runner.close()
+            if self.runner.sandbox is not None:
+                self.runner.sandbox.release()
+
+    def end(self) -> None:
+        """:meth:`close`, and give back the results' reserved space if no results were
+        written into it (the run's very end: whatever happened, nothing is left)."""
+        with deferred_signals():
+            self.close()
+            reservation, self.reservation = self.reservation, None
+            if reservation is not None:
+                reservation.release()
 
     def case_outcome(self, case: Case, *, hidden: bool) -> CallOutcome:
         """The student's answer to ``case``, asked once per run: hidden cases in the hidden

@@ -187,6 +187,23 @@ def grader_failure(document: Any) -> str | None:
     return None
 
 
+def interrupted_results(signal_name: str) -> dict[str, Any]:
+    """The record a grading stopped by a signal leaves: a grader-failure record (no score:
+    graded again, as a grader failure is), whose ``extra_data.interrupted`` names the
+    signal."""
+    return grader_failure_results(f"the grading was interrupted by {signal_name}",
+                                  extra={"interrupted": signal_name})
+
+
+def interrupted_by_signal(document: Any) -> str | None:
+    """The signal named by an :func:`interrupted_results` record, else None."""
+    if grader_failure(document) is None:
+        return None
+    extra = document.get("extra_data")
+    signal_name = extra.get("interrupted") if isinstance(extra, Mapping) else None
+    return str(signal_name) if signal_name is not None else None
+
+
 def unusable_submission_results(reason: str) -> dict[str, Any]:
     """Results for a submission with no usable ``serving.py``: 0 points, and why."""
     return gradescope_results(
