@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_regrade(commands)
     if _present("graders.cli.tracks"):
         _add_tracks(commands)
+    if _present("graders.cli.reality"):
+        _add_reality(commands)
     return parser
 
 
@@ -144,6 +146,20 @@ def _add_tracks(commands: argparse._SubParsersAction[_Parser]) -> None:
     check.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
 
 
+def _add_reality(commands: argparse._SubParsersAction[_Parser]) -> None:
+    reality = commands.add_parser(
+        "reality", help="the exact or simulated tails beside the formulas' (never graded)")
+    reality_commands = reality.add_subparsers(dest="reality_command", required=True,
+                                              parser_class=_Parser)
+    build = reality_commands.add_parser(
+        "build", help="simulate every track's reality curves into the grader's cache (once; "
+                      "a grading only reads them)")
+    build.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
+    table = reality_commands.add_parser(
+        "table", help="print where the formulas hold, as the instructor guide's Markdown table")
+    table.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     args = build_parser().parse_args(argv)
@@ -158,6 +174,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from graders.regrade.command import run_regrade
 
             return run_regrade(args)
+        if args.command == "reality":
+            from graders.cli import reality
+
+            return reality.run_build(args) if args.reality_command == "build" \
+                else reality.run_table(args)
         from graders.cli import tracks as tracks_cli
 
         handlers = {"new": tracks_cli.run_new, "show": tracks_cli.run_show,
