@@ -34,7 +34,7 @@ def error_text(point: RealityPoint) -> str:
     return "n/a" if math.isnan(point.error) else f"{point.error * 100:+.0f} %"
 
 
-def _x_text(curve: RealityCurve, x: float) -> str:
+def input_text(curve: RealityCurve, x: float) -> str:
     if curve.function == "batching_tax":
         return f"B = {x:g}"
     return f"{x:.4g} req/s"
@@ -59,8 +59,8 @@ def table_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:
     for track_id, found in reality.items():
         for curve in found:
             point = curve.default
-            flips = ", ".join(_x_text(curve, p.x) for p in curve.flips()) or "nowhere"
-            lines.append(f"| {track_id} | {curve.function} | {_x_text(curve, point.x)} "
+            flips = ", ".join(input_text(curve, p.x) for p in curve.flips()) or "nowhere"
+            lines.append(f"| {track_id} | {curve.function} | {input_text(curve, point.x)} "
                          f"| {milliseconds(point.formula_p99_ms)} | {real_text(point)} "
                          f"| {error_text(point)} | {_where_it_holds(curve)} | {flips} |")
     return lines

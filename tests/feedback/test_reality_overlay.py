@@ -1,0 +1,107 @@
+"""The reality curves on the feedback page: the exact or simulated p99 with its band in the
+queueing_latency and batching_tax figures, the explanation, and each track's small table."""
+
+from __future__ import annotations
+
+import base64
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from graders.expected.reference import reference_expected
+from graders.feedback.curves import BATCHES, LOADS, track_sweeps
+from graders.feedback.measure import measure
+from graders.feedback.page import FeedbackReport
+from graders.feedback.plots import FLIP_COLOR, REALITY
+from graders.reality.curves import RealityCurve, RealityPoint
+from graders.sandbox.runner import CallOutcome
+from graders.trackfiles.tracks import Track, default_tracks_dir, load_track
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def iphone() -> Track:
+    return load_track(default_tracks_dir() / "iphone.toml")
+
+
+def _reality(track: Track) -> tuple[RealityCurve, RealityCurve]:
+    """Made-up curves: reality twice the formula's p99 and a 10 % band, so the formula
+    meets the SLO where reality does not at some inputs."""
+    p = track.reference_profile()
+    capacity = p.replicas * 1000.0 / p.service_ms
+    loads = tuple(RealityPoint(rho * capacity, 60.0 + 100 * rho, 2 * (60.0 + 100 * rho),
+                               0.1 * (60.0 + 100 * rho), "simulated")
+                  for rho in LOADS if rho < 1)
+    batches = tuple(RealityPoint(float(b), 50.0 + b, 3 * (50.0 + b), 5.0, "simulated")
+                    for b in BATCHES)
+    return (RealityCurve(track.track_id, "queueing_latency", "load", p.slo_ms, p.service_cv,
+                         p.replicas, loads, loads[3]),
+            RealityCurve(track.track_id, "batching_tax", "batch", p.slo_ms, p.service_cv,
+                         p.replicas, batches, batches[1]))
+
+
+def _report(track: Track, with_reality: bool) -> FeedbackReport:
+    measured = measure(track_sweeps(track),
+                       lambda case: CallOutcome("ok", value=reference_expected(case)),
+                       reference_expected)
+    reality = {track.track_id: _reality(track)} if with_reality else {}
+    return FeedbackReport({track.track_id: track.label}, tuple(measured), reality=reality)
+
+
+def _figures(report: FeedbackReport) -> dict[str, ET.Element]:
+    return {view.function: ET.fromstring(base64.b64decode(str(view.image).split(",")[1]))
+            for view in report.views() if view.image is not None}
+
+
+def _drawn(figure: ET.Element, color: str) -> list[ET.Element]:
+    return [e for e in figure.iter(f"{SVG}path")
+            if color in (e.get("stroke"), e.get("fill"))]
+
+
+def test_the_queueing_and_batching_figures_draw_the_real_p99_its_band_and_the_flips(
+        iphone: Track) -> None:
+    figures = _figures(_report(iphone, with_reality=True))
+    for function in ("queueing_latency", "batching_tax"):
+        drawn = _drawn(figures[function], REALITY)
+        assert any(e.get("stroke") == REALITY for e in drawn), function  # the line
+        assert any(e.get("fill") == REALITY for e in drawn), function  # the band
+        texts = [t.text for t in figures[function].iter(f"{SVG}text")]
+        assert "simulated p99 (95 % band)" in texts
+        assert "SLO verdict flips" in texts
+        assert _drawn(figures[function], FLIP_COLOR)
+    for function in ("cache_capacity", "cold_start_latency"):
+        assert not _drawn(figures[function], REALITY)
+
+
+def test_without_reality_curves_the_figures_are_as_before(iphone: Track) -> None:
+    plain, real = _report(iphone, with_reality=False), _report(iphone, with_reality=True)
+    plain_figures, real_figures = _figures(plain), _figures(real)
+    assert not _drawn(plain_figures["queueing_latency"], REALITY)
+    for function in ("cache_capacity", "cold_start_latency"):
+        assert ET.tostring(plain_figures[function]) == ET.tostring(real_figures[function])
+
+
+def test_the_page_explains_the_difference_and_tables_each_tracks_numbers(
+        iphone: Track) -> None:
+    page = _report(iphone, with_reality=True).page({"score": 1.0, "tests": []})
+    assert "Where the formulas meet reality (not graded)." in page
+    for reason in ("The service tail.", "A mean added to a quantile.",
+                   "The distribution's shape."):
+        assert reason in page
+    table = re.search(r'<table class="reality" data-track="iphone">.*?</table>', page)
+    assert table is not None
+    rows = re.findall(r'<tr data-function="([^"]+)">(.*?)</tr>', table.group(0))
+    assert [function for function, _ in rows] == ["queueing_latency", "batching_tax"]
+    batching = rows[1][1]
+    assert "<td>B = 2</td>" in batching
+    assert "156 ms ± 5 ms (simulated)" in batching
+    assert "-67 %" in batching
+
+
+def test_a_page_without_reality_curves_has_no_table_and_no_explanation(
+        iphone: Track) -> None:
+    page = _report(iphone, with_reality=False).page({"score": 1.0, "tests": []})
+    assert '<table class="reality"' not in page
+    assert '<div class="reality-note">' not in page
