@@ -26,6 +26,7 @@ from pathlib import Path
 from graders.errors import GraderError
 from graders.expected.golden import GOLDEN_NAME, build_golden
 from graders.grading.scoring import GraderMark
+from graders.reality.store import REALITY_NAME
 from graders.sandbox.cleanup import remove_tree
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import GRADING_PACKAGES, pinned_requirements
@@ -33,7 +34,8 @@ from graders.versions import GRADING_PACKAGES, pinned_requirements
 TEMPLATES = Path(__file__).with_name("templates")
 #: Instructor-only parts of the ``graders`` package (sub-packages, or modules by their
 #: path in it), left out of the student bundle.
-INSTRUCTOR_ONLY = ("export", "regrade", "trackfiles/generate.py", "cli/tracks.py")
+INSTRUCTOR_ONLY = ("export", "regrade", "trackfiles/generate.py", "cli/tracks.py",
+                   "cli/reality.py")
 EXECUTABLE = 0o755
 #: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
 BUNDLED_NAMES = ("py.typed", "constraints.txt")
@@ -135,6 +137,11 @@ def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
                     data = _with_max_score(data, max_score)
                 archive.writestr(info, data)
                 names.append(name)
+            info = zipfile.ZipInfo(f"graders/{REALITY_NAME}", date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, _reality_text(root))
+            names.append(info.filename)
         temporary.replace(target)
     finally:
         temporary.unlink(missing_ok=True)
@@ -186,6 +193,7 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
             written.append(name)
         generated = {
             f"graders/{GOLDEN_NAME}": json.dumps(golden, indent=1, allow_nan=False) + "\n",
+            f"graders/{REALITY_NAME}": _reality_text(root),
             "pyproject.toml": _student_pyproject(root),
             "README.md": _fill("student_README.md", visible_max=f"{share:g}",
                                max_score=f"{max_score:g}",
@@ -205,6 +213,14 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
     finally:
         remove_tree(staging)
     return sorted(written)
+
+
+def _reality_text(root: Path) -> str:
+    """The tracks' reality curves, precomputed for the page (never run while grading)."""
+    from graders.reality.store import exported_text
+    from graders.trackfiles.tracks import load_tracks
+
+    return exported_text(load_tracks(root / "tracks"))
 
 
 def _student_pyproject(root: Path) -> str:

@@ -171,3 +171,14 @@ def built_reality(tracks: Sequence[Track]) -> dict[str, tuple[RealityCurve, ...]
     with tempfile.TemporaryDirectory() as private:
         path = build_cache(tracks, Path(private))
         return parse_document(json.loads(path.read_text(encoding="utf-8")), tracks)
+
+
+def exported_text(tracks: Sequence[Track]) -> str:
+    """The document an export ships beside the grader: the cached one, built if missing."""
+    import tempfile
+
+    cached = cached_file(tracks)
+    if cached is not None:
+        return cached.read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory() as private:
+        return build_cache(tracks, Path(private)).read_text(encoding="utf-8")
