@@ -41,8 +41,12 @@ def mmc_sojourn_survival(t_ms: float, *, arrival_qps: float, service_ms: float,
         return 1.0
     served = math.exp(-mu * t)
     d = r - mu
-    spread = t if d == 0 else -math.expm1(-d * t) / d  # (1 - e^(-d t)) / d, exact near d = 0
-    return min(1.0, served * ((1.0 - wait) + wait * (1.0 + mu * spread)))
+    if d * t < -1.0:  # r well below mu: both exponentials decay, nothing overflows
+        waited = (mu * math.exp(-r * t) - r * served) / (mu - r)
+    else:  # (1 - e^(-d t)) / d through expm1: exact near d = 0, bounded by e here
+        spread = t if d == 0 else -math.expm1(-d * t) / d
+        waited = served * (1.0 + mu * spread)
+    return min(1.0, (1.0 - wait) * served + wait * waited)
 
 
 def mmc_sojourn_mean_ms(*, arrival_qps: float, service_ms: float, replicas: int = 1) -> float:

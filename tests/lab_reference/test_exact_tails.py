@@ -112,3 +112,12 @@ def test_an_unstable_queue_has_an_infinite_tail() -> None:
 def test_a_quantile_outside_0_to_1_is_refused(quantile: float) -> None:
     with pytest.raises(ValueError, match="quantile"):
         mmc_sojourn_quantile_ms(quantile, arrival_qps=10.0, service_ms=SERVICE_MS)
+
+
+def test_far_tails_of_a_nearly_saturated_queue_do_not_overflow() -> None:
+    """One replica at 99 % load: r is far below mu, where e^((mu - r) t) would overflow."""
+    arrival = _arrival(0.99, 1)
+    assert mmc_sojourn_survival(1e7, arrival_qps=arrival, service_ms=SERVICE_MS) == 0.0
+    expected = math.log(100.0) * SERVICE_MS / (1.0 - 0.99)
+    assert mmc_p99_ms(arrival_qps=arrival, service_ms=SERVICE_MS) == pytest.approx(
+        expected, rel=TOLERANCE)
