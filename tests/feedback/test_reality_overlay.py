@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+from helpers import CHROMIUM_ARGS, CORPUS, chromium, graders
 
 from graders.expected.reference import reference_expected
 from graders.feedback.curves import BATCHES, LOADS, track_sweeps
@@ -16,7 +18,7 @@ from graders.feedback.page import FeedbackReport
 from graders.feedback.plots import FLIP_COLOR, REALITY
 from graders.reality.curves import RealityCurve, RealityPoint
 from graders.sandbox.runner import CallOutcome
-from graders.trackfiles.tracks import Track, default_tracks_dir, load_track
+from graders.trackfiles.tracks import Track, default_tracks_dir, load_track, load_tracks
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -105,3 +107,46 @@ def test_a_page_without_reality_curves_has_no_table_and_no_explanation(
     page = _report(iphone, with_reality=False).page({"score": 1.0, "tests": []})
     assert '<table class="reality"' not in page
     assert '<div class="reality-note">' not in page
+
+
+# --- a real grading's page, in a real browser ----------------------------------------------
+
+
+@pytest.mark.slow
+def test_every_tracks_reality_curves_show_in_headless_chromium(tmp_path: Path) -> None:
+    """Graded as a user grades (the curves built first, as an install does), the page
+    shows each track's table and both reality figures, and the explanation."""
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    assert graders("reality", "build").returncode == 0
+    run = graders("grade", CORPUS / "correct", "--results", tmp_path / "results.json",
+                  "--html", tmp_path / "page.html", "-q")
+    assert run.returncode == 0, run.stderr[-2000:]
+    page_text = (tmp_path / "page.html").read_text(encoding="utf-8")
+    tracks = load_tracks(default_tracks_dir())
+    for view in re.findall(r'<img data-function="(queueing_latency|batching_tax)" '
+                           r'data-track="[^"]+" src="data:image/svg\+xml;base64,([^"]+)"',
+                           page_text):
+        figure = ET.fromstring(base64.b64decode(view[1]))
+        assert _drawn(figure, REALITY), view[0]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto((tmp_path / "page.html").as_uri(), wait_until="load")
+            note_visible = page.locator("div.reality-note").is_visible()
+            tables = page.eval_on_selector_all(
+                "table.reality", "els => els.map(e => [e.dataset.track, "
+                "e.querySelectorAll('tbody tr').length, e.getBoundingClientRect().height])")
+            loaded = page.eval_on_selector_all(
+                "img[data-function]", "els => els.filter(e => ['queueing_latency', "
+                "'batching_tax'].includes(e.dataset.function)).map(e => e.complete && "
+                "e.naturalWidth > 0)")
+        finally:
+            browser.close()
+    assert note_visible
+    assert sorted(track for track, _, _ in tables) == sorted(t.track_id for t in tracks)
+    assert all(rows == 2 and height > 0 for _, rows, height in tables)
+    assert len(loaded) == 2 * len(tracks)
+    assert all(loaded)
