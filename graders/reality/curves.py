@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 Source = Literal["exact", "simulated", "unstable"]
 
-#: Loads (fractions of the fleet's capacity) and batch sizes, as the feedback page sweeps them.
+#: Loads (fractions of the fleet's capacity, stable ones) and batch sizes: the feedback page
+#: sweeps these (graders.feedback.curves), so the reality curves share its inputs.
 LOADS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99)
 BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 FUNCTIONS = ("queueing_latency", "batching_tax")
