@@ -4,11 +4,12 @@ hold (the instructor guide's table)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from graders.reality.store import built_reality
+from graders.reality.store import built_reality, cached_file
 from graders.reality.table import table_lines
-from graders.trackfiles.tracks import Track, default_tracks_dir, load_tracks
+from graders.trackfiles.tracks import Track, default_tracks_dir, display_path, load_tracks
 
 
 def _tracks(args: argparse.Namespace) -> tuple[Track, ...]:
@@ -19,8 +20,14 @@ def run_build(args: argparse.Namespace) -> int:
     """Simulate every track's curves into the trusted cache folder (unless there)."""
     tracks = _tracks(args)
     found = built_reality(tracks)
-    print(f"reality curves ready for {len(found)} of {len(tracks)} tracks: "
-          f"{', '.join(found)}")
+    kept = cached_file(tracks)
+    if kept is None:
+        print("graders: error: the grader's cache folder is not usable, so the reality "
+              "curves were computed but not kept; check that it is a folder you own that "
+              "no one else may write", file=sys.stderr)
+        return 1
+    print(f"reality curves ready for {len(found)} of {len(tracks)} tracks "
+          f"({', '.join(found)}) in {display_path(kept.parent)}")
     return 0
 
 
