@@ -31,7 +31,9 @@ def real_text(point: RealityPoint) -> str:
 
 def error_text(point: RealityPoint) -> str:
     """The formula's relative error, negative when optimistic: "-57 %"."""
-    return "n/a" if math.isnan(point.error) else f"{point.error * 100:+.0f} %"
+    if math.isnan(point.error):
+        return "n/a"
+    return f"{round(point.error * 100) + 0:+d} %"  # + 0: never "-0 %"
 
 
 def input_text(curve: RealityCurve, x: float) -> str:
@@ -53,7 +55,32 @@ def _where_it_holds(curve: RealityCurve) -> str:
     return "B = " + ", ".join(f"{p.x:g}" for p in good)
 
 
+#: The loads of the table of the queueing formula's error, as fractions of capacity.
+TABLE_LOADS = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
+
+
+def load_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:
+    """The queueing formula's p99 error against load, one row per track."""
+    lines = ["| track (replicas, service cv) | "
+             + " | ".join(f"load {load:g}" for load in TABLE_LOADS) + " |",
+             "|---|" + "---|" * len(TABLE_LOADS)]
+    for track_id, found in reality.items():
+        curve = next((c for c in found if c.function == "queueing_latency"), None)
+        if curve is None:
+            continue
+        by_load = dict(zip(LOADS, curve.points, strict=True))
+        cells = " | ".join(error_text(by_load[load]) for load in TABLE_LOADS)
+        lines.append(f"| {track_id} ({curve.replicas}, {curve.service_cv:g}) | {cells} |")
+    return lines
+
+
 def table_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:
+    """Both tables: the queueing formula's error against load, then one row per track and
+    function at the track's defaults."""
+    return [*load_lines(reality), "", *default_lines(reality)]
+
+
+def default_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:
     """One row per track and function, at the track's defaults."""
     lines = [HEADER, "|---|---|---|---|---|---|---|---|"]
     for track_id, found in reality.items():

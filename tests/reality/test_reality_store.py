@@ -13,7 +13,7 @@ import pytest
 from graders.cli.tracks import show_lines
 from graders.reality import curves, simulate, store
 from graders.reality.curves import RealityCurve, RealityPoint
-from graders.reality.table import HEADER, table_lines
+from graders.reality.table import HEADER, TABLE_LOADS, default_lines, load_lines, table_lines
 from graders.trackfiles.tracks import Track, default_tracks_dir, load_track, load_tracks
 
 
@@ -86,14 +86,30 @@ def test_the_table_has_a_row_per_track_and_function_with_the_error_and_flips() -
                   for i in range(len(curves.LOADS)))
     batches = (RealityPoint(32.0, 36.5, 84.7, 0.3, "simulated"),
                RealityPoint(64.0, 90.0, 180.0, 1.0, "simulated"))
-    lines = table_lines({"demo": (_curve("queueing_latency", loads),
-                                  _curve("batching_tax", batches))})
+    reality = {"demo": (_curve("queueing_latency", loads), _curve("batching_tax", batches))}
+    lines = default_lines(reality)
+    assert table_lines(reality) == [*load_lines(reality), "", *lines]
     assert lines[0] == HEADER
     assert lines[2] == ("| demo | queueing_latency | 0 req/s | 50 ms | 50 ms (exact) | +0 % "
                         "| 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9 of capacity "
                         "| nowhere |")
     assert lines[3] == ("| demo | batching_tax | B = 32 | 36.5 ms | 84.7 ms ± 0.3 ms "
                         "(simulated) | -57 % | nowhere | B = 64 |")
+
+
+def test_the_load_table_has_the_queueing_formulas_error_at_each_load() -> None:
+    loads = tuple(RealityPoint(float(i), 50.0 + i, 100.0 + 2 * i, 0.0, "exact")
+                  for i in range(len(curves.LOADS)))
+    lines = load_lines({"demo": (_curve("queueing_latency", loads),)})
+    assert lines[0].split(" | ")[1:] == [f"load {load:g}" for load in TABLE_LOADS[:-1]] + [
+        f"load {TABLE_LOADS[-1]:g} |"]
+    assert lines[2] == "| demo (1, 1) | -50 % | -50 % | -50 % | -50 % | -50 % | -50 % |"
+
+
+def test_a_tiny_negative_error_is_shown_as_0_not_minus_0() -> None:
+    from graders.reality.table import error_text
+
+    assert error_text(RealityPoint(1.0, 99.9, 100.0, 0.0, "exact")) == "+0 %"
 
 
 def test_tracks_show_prints_the_real_p99_beside_each_formula_p99() -> None:
