@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from graders.errors import GraderError
-from graders.plugin.settings import OPTIONS, flag_value, grade_flag, positive_float, positive_int
+from graders.plugin.settings import (
+    OPTIONS,
+    flag_value,
+    grade_flag,
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
 from graders.versions import version_report
 
 USAGE_ERROR = 2
@@ -95,6 +102,9 @@ def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
     gradescope.add_argument("--max-score", metavar="POINTS", default="100",
                             help="total points of the assignment (default 100; give the "
                                  "student bundle the same)")
+    gradescope.add_argument("--exact-p99-points", metavar="POINTS", default="0",
+                            help="grade the extension exact_p99_ms with this weight "
+                                 "(default 0: off, every score unchanged)")
     student = export_commands.add_parser(
         "student", help="the repository students clone: no reference, no hidden tests")
     student.add_argument("target", metavar="OUT_DIR", help="a new or empty folder")
@@ -210,7 +220,8 @@ def _run_export(args: argparse.Namespace) -> int:
     target = Path(args.target)
     max_score = flag_value("--max-score", args.max_score, positive_float)
     if args.export_command == "gradescope":
-        names = export.export_gradescope(target, max_score=max_score)
+        points = flag_value("--exact-p99-points", args.exact_p99_points, non_negative_float)
+        names = export.export_gradescope(target, max_score=max_score, exact_p99_points=points)
         print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "
               "Gradescope programming assignment")
         return 0

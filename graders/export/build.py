@@ -113,9 +113,11 @@ def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
     yield "student_template/serving.py", root / "student_template" / "serving.py"
 
 
-def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
-    """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``;
-    return its member names."""
+def export_gradescope(target: Path, *, max_score: float = 100.0,
+                      exact_p99_points: float = 0.0) -> list[str]:
+    """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``
+    (and the extension exact_p99_ms for ``exact_p99_points``, 0: off); return its member
+    names."""
     root = project_root()
     suite_tests()  # a suite that does not import must not ship
     if target.suffix != ".zip":
@@ -134,7 +136,8 @@ def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
                 info.compress_type = zipfile.ZIP_DEFLATED
                 data = path.read_bytes()
                 if name == "run_autograder":
-                    data = _with_max_score(data, max_score)
+                    data = _with_setting(data, "MAX_SCORE", "100", max_score)
+                    data = _with_setting(data, "EXACT_P99_POINTS", "0", exact_p99_points)
                 archive.writestr(info, data)
                 names.append(name)
             info = zipfile.ZipInfo(f"graders/{REALITY_NAME}", date_time=(2020, 1, 1, 0, 0, 0))
@@ -240,11 +243,12 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
-def _with_max_score(script: bytes, max_score: float) -> bytes:
-    placeholder = b'MAX_SCORE="100"'
+def _with_setting(script: bytes, name: str, default: str, value: float) -> bytes:
+    """run_autograder with its ``NAME="default"`` line set to ``value``."""
+    placeholder = f'{name}="{default}"'.encode()
     if script.count(placeholder) != 1:
-        raise ExportError("run_autograder must set MAX_SCORE=\"100\" exactly once")
-    return script.replace(placeholder, f'MAX_SCORE="{max_score:g}"'.encode())
+        raise ExportError(f"run_autograder must set {name}=\"{default}\" exactly once")
+    return script.replace(placeholder, f'{name}="{value:g}"'.encode())
 
 
 def _fill(template: str, **values: str) -> str:

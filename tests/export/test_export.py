@@ -260,6 +260,19 @@ def test_the_zip_grades_out_of_the_max_score_it_was_exported_with(tmp_path: Path
         script = archive.read("run_autograder").decode()
     assert 'MAX_SCORE="50"' in script
     assert '--max-score "$MAX_SCORE"' in script
+    assert 'EXACT_P99_POINTS="0"' in script  # the graded extension stays off by default
+
+
+def test_the_zip_grades_the_extension_only_when_exported_with_its_points(
+        tmp_path: Path) -> None:
+    target = tmp_path / "extended.zip"
+    assert graders("export", "gradescope", target, "--exact-p99-points", "10").returncode == 0
+    with zipfile.ZipFile(target) as archive:
+        script = archive.read("run_autograder").decode()
+    assert 'EXACT_P99_POINTS="10"' in script
+    assert '--exact-p99-points "$EXACT_P99_POINTS"' in script
+    assert_usage_error(graders("export", "gradescope", tmp_path / "bad.zip",
+                               "--exact-p99-points", "-1"), "--exact-p99-points")
 
 
 def test_export_gradescope_refuses_a_target_that_is_not_a_zip(tmp_path: Path) -> None:
