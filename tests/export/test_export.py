@@ -253,11 +253,15 @@ def test_the_zip_has_setup_and_run_autograder_at_its_root_executable(
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
-def test_the_zip_grades_out_of_the_max_score_it_was_exported_with(tmp_path: Path) -> None:
-    target = tmp_path / "fifty.zip"
-    assert graders("export", "gradescope", target, "--max-score", "50").returncode == 0
+def exported_run_autograder(target: Path, *flags: str) -> str:
+    """The run_autograder of a zip exported to ``target`` with ``flags``."""
+    assert graders("export", "gradescope", target, *flags).returncode == 0
     with zipfile.ZipFile(target) as archive:
-        script = archive.read("run_autograder").decode()
+        return archive.read("run_autograder").decode()
+
+
+def test_the_zip_grades_out_of_the_max_score_it_was_exported_with(tmp_path: Path) -> None:
+    script = exported_run_autograder(tmp_path / "fifty.zip", "--max-score", "50")
     assert 'MAX_SCORE="50"' in script
     assert '--max-score "$MAX_SCORE"' in script
     assert 'EXACT_P99_POINTS="0"' in script  # the graded extension stays off by default
@@ -265,10 +269,7 @@ def test_the_zip_grades_out_of_the_max_score_it_was_exported_with(tmp_path: Path
 
 def test_the_zip_grades_the_extension_only_when_exported_with_its_points(
         tmp_path: Path) -> None:
-    target = tmp_path / "extended.zip"
-    assert graders("export", "gradescope", target, "--exact-p99-points", "10").returncode == 0
-    with zipfile.ZipFile(target) as archive:
-        script = archive.read("run_autograder").decode()
+    script = exported_run_autograder(tmp_path / "extended.zip", "--exact-p99-points", "10")
     assert 'EXACT_P99_POINTS="10"' in script
     assert '--exact-p99-points "$EXACT_P99_POINTS"' in script
     assert_usage_error(graders("export", "gradescope", tmp_path / "bad.zip",
