@@ -3,6 +3,7 @@ graded with the points a course gives it when switched on."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,45 @@ def test_switched_on_it_is_worth_the_points_the_course_gives_it(
     assert 0 < worth < 100
     assert missing["score"] == pytest.approx(100.0 - worth, abs=1e-5)
     assert all(t["status"] == "failed" for t in _extension_tests(missing))
+
+
+# --- the plugin's setting, with pytester ---------------------------------------------------
+
+
+@pytest.fixture
+def submission(pytester: pytest.Pytester) -> Path:
+    path = pytester.path / "serving.py"
+    shutil.copy(CORPUS / "correct" / "serving.py", path)
+    return path
+
+
+@pytest.mark.usefixtures("submission")
+def test_the_ini_key_switches_the_extension_on(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngrader_exact_p99_points = 5\n")
+    result = pytester.runpytest("--student", "serving.py", "--grader-results", "r.json",
+                                "-k", "test_exact_p99_ms")
+    result.assert_outcomes(failed=4)  # one per track; this submission has no exact_p99_ms
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+    document = load(pytester.path / "r.json")
+    assert {t["tags"][1] for t in _extension_tests(document)} == {
+        "cloud_fleet", "iphone", "oura_ring", "robotaxi"}
+
+
+@pytest.mark.usefixtures("submission")
+def test_without_the_setting_no_extension_test_is_collected(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--student", "serving.py", "-k", "test_exact_p99_ms")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+
+
+@pytest.mark.usefixtures("submission")
+@pytest.mark.parametrize(("flag", "ini"), [(True, False), (False, True)])
+def test_negative_points_are_a_usage_error(pytester: pytest.Pytester, flag: bool,
+                                           ini: bool) -> None:
+    if ini:
+        pytester.makeini("[pytest]\ngrader_exact_p99_points = -1\n")
+    extra = ["--grader-exact-p99-points=-1"] if flag else []
+    result = pytester.runpytest("--student", "serving.py", *extra)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*must be a finite number >= 0*"])
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
