@@ -65,6 +65,10 @@ REALITY_TEXT = (
     "know which one you have.</li></ul>"
     "<p>A purple &#9670; marks an input at which the formula and reality disagree about "
     "the SLO: the verdict would flip.</p></div>")
+REALITY_MISSING = (
+    '<p class="reality-missing">The real p99 of this track is not shown: its track file '
+    "changed after the curves were computed (an instructor recomputes them with "
+    "<code>graders reality build</code>).</p>")
 HIDDEN_ROW = "(hidden tests)"
 HIDDEN_TEXT = {
     "hidden": "hidden: its details are not shown",
@@ -226,8 +230,10 @@ def _curves(plots: Sequence[PlotView], reality: Mapping[str, Sequence[RealityCur
                      f"<h3>{esc(members[0].track_label)} ({esc(track_id)})</h3>"
                      '<div class="plots">')
         parts.extend(_plot(plot) for plot in members)
-        parts.append("</div>" + _reality_table(track_id, reality.get(track_id, ())) +
-                     "</section>")
+        missing = bool(reality) and track_id not in reality
+        parts.append("</div>" + (REALITY_MISSING if missing else
+                                 _reality_table(track_id, reality.get(track_id, ())))
+                     + "</section>")
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -109,6 +109,15 @@ def test_a_page_without_reality_curves_has_no_table_and_no_explanation(
     assert '<div class="reality-note">' not in page
 
 
+
+def test_a_track_without_curves_says_why_when_others_have_them(iphone: Track) -> None:
+    report = _report(iphone, with_reality=True)
+    shifted = FeedbackReport(report.track_labels, report.measured,
+                             reality={"another_track": report.reality["iphone"]})
+    page = shifted.page({"score": 1.0, "tests": []})
+    assert '<p class="reality-missing">' in page
+    assert '<table class="reality"' not in page
+
 # --- a real grading's page, in a real browser ----------------------------------------------
 
 
