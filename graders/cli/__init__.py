@@ -20,6 +20,7 @@ from graders.plugin.settings import (
     flag_value,
     grade_flag,
     non_negative_float,
+    points_total,
     positive_float,
     positive_int,
 )
@@ -218,7 +219,7 @@ def _run_export(args: argparse.Namespace) -> int:
     export = importlib.import_module("graders.export.build")
 
     target = Path(args.target)
-    max_score = flag_value("--max-score", args.max_score, positive_float)
+    max_score = flag_value("--max-score", args.max_score, points_total)
     if args.export_command == "gradescope":
         points = flag_value("--exact-p99-points", args.exact_p99_points, non_negative_float)
         names = export.export_gradescope(target, max_score=max_score, exact_p99_points=points)

@@ -28,8 +28,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from graders.errors import GraderError, SubmissionError
-from graders.plugin.settings import flag_value, positive_float
+from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
+from graders.plugin.settings import flag_value, points_total
 from graders.regrade.job import JobContext, run_job
 from graders.regrade.progress import Progress
 from graders.regrade.report import GradedSubmission, class_report, grade_table, markdown
@@ -100,7 +100,19 @@ def run_regrade(args: argparse.Namespace) -> int:
     entries = [_graded(submission, context) for submission in submissions]
     written = write_outputs(out, entries, histogram=not args.no_histogram)
     _summary(entries, len(pending), time.monotonic() - started, written)
+    unfinished = [entry for entry in entries if entry.status in RETRIED]
+    if unfinished:  # never a silent success: these have no score yet
+        sys.stderr.write(f"graders: error: {len(unfinished)} of {len(entries)} submissions "
+                         "have no score: the grader failed or ran out of time on them (their "
+                         "reasons are above); run the same command again to grade them "
+                         "again\n")
+        return GRADER_FAILED_EXIT
     return 0
+
+
+#: Statuses of a submission whose grading did not complete through no fault of its own:
+#: it has no score, and the next run grades it again.
+RETRIED = ("grader_failed", "timed_out", "missing")
 
 
 def _close_class_folders(root: Path, out: Path) -> None:
@@ -108,7 +120,7 @@ def _close_class_folders(root: Path, out: Path) -> None:
     must not read (or run) a classmate's serving.py or results while it is graded."""
     if not running_as_root():
         return
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o755, parents=True, exist_ok=True)
     opened = [path for path in (root, out) if path.stat().st_mode & 0o007]
     close_to_others(opened)
     for path in opened:
@@ -125,7 +137,7 @@ def grade_options(args: argparse.Namespace) -> list[str]:
         load_tracks(args.tracks)
         options += ["--tracks", str(Path(args.tracks).resolve())]
     if args.max_score is not None:
-        flag_value("--max-score", args.max_score, positive_float)
+        flag_value("--max-score", args.max_score, points_total)
         options += ["--max-score", args.max_score]
     return options
 
@@ -211,7 +223,7 @@ def _work_folders(out: Path) -> tuple[Path, Path]:
                     report_problems(remove_tree(entry), what="removing an abandoned regrade")
     work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     work.chmod(0o711)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o755, parents=True, exist_ok=True)
     private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=out))
     return work, private
 
@@ -236,6 +248,9 @@ def _follow(futures: dict[concurrent.futures.Future[JobRecord | None], ClassSubm
 def _graded(submission: ClassSubmission, context: JobContext) -> GradedSubmission:
     folder = context.folder(submission)
     record, results = read_record(folder), read_valid_results(folder / RESULTS_NAME)
+    if record is not None and record.status in RETRIED:  # no score, and the reason why
+        return GradedSubmission(submission.id, submission.submitters or record.submitters,
+                                record.status, record.reason, {})
     if record is None or results is None:
         return GradedSubmission(submission.id, submission.submitters, "missing",
                                 "no results: its grading did not finish", {})
