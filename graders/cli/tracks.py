@@ -16,6 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from graders.errors import GraderError, TrackError
+from graders.reality.curves import RealityCurve
+from graders.reality.table import error_text, real_text
 from graders.trackfiles.tracks import (
     Track,
     default_tracks_dir,
@@ -62,10 +64,14 @@ def run_new(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print each track's profile and the reference's outputs at its defaults."""
+    from graders.reality.store import load_reality
+
     tracks = load_tracks(_folder(args.tracks))
+    reality = load_reality(tracks)
     if args.track_id is not None:
         tracks = (_find(tracks, args.track_id),)
-    print("\n\n".join("\n".join(show_lines(track)) for track in tracks))
+    print("\n\n".join("\n".join(show_lines(track, reality.get(track.track_id)))
+                       for track in tracks))
     return 0
 
 
@@ -111,8 +117,9 @@ def parse_settings(items: Sequence[str]) -> dict[str, str]:
     return settings
 
 
-def show_lines(track: Track) -> list[str]:
-    """The lines ``graders tracks show`` prints for one track."""
+def show_lines(track: Track, reality: Sequence[RealityCurve] | None = None) -> list[str]:
+    """The lines ``graders tracks show`` prints for one track; beside each formula p99 the
+    exact or simulated one from ``reality`` (the track's reality curves), when built."""
     profile = track.reference_profile()
     rows = [("hardware", f"{profile.hardware_name} ({profile.hardware_ref})"),
             ("model", f"{profile.model_name} ({profile.model_ref})")]
@@ -130,10 +137,20 @@ def show_lines(track: Track) -> list[str]:
              for f in fields(profile) if f.name not in skip]
     out = track.default_outputs()
     q, b, c, s = out.queueing, out.batching, out.cache, out.cold_start
+    real = {curve.function: curve.default for curve in reality or ()}
+
+    def beside(function: str) -> str:
+        point = real.get(function)
+        if point is None:
+            return "; real p99 not built (run 'graders reality build')"
+        return f"; real p99 {real_text(point)}, formula error {error_text(point)}"
+
     outputs = [
         ("queueing", f"utilization {_ratio(q.utilization)}, p99 {_amount(q.p99_latency_ms)} ms, "
-                     f"slo_ok {q.slo_ok}" + ("" if q.stable else " (unstable)")),
-        ("batching", f"total_p99 {_amount(b.total_p99_ms)} ms, slo_ok {b.slo_ok}"),
+                     f"slo_ok {q.slo_ok}" + ("" if q.stable else " (unstable)")
+                     + beside("queueing_latency")),
+        ("batching", f"total_p99 {_amount(b.total_p99_ms)} ms, slo_ok {b.slo_ok}"
+                     + beside("batching_tax")),
         ("cache", f"state {_amount(c.state_per_request_gb)} GB/request, "
                   f"max_concurrent {c.max_concurrent}, oom {c.oom}"),
         ("cold start", f"cold {_amount(s.cold_start_ms)} ms, exposed "

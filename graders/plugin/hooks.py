@@ -35,7 +35,7 @@ from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
 from graders.results.reports import grader_failure_results, interrupted_results, score_table
 from graders.sandbox.interrupts import interrupted_by
-from graders.suite import HIDDEN_PREFIX
+from graders.suite import EXTENSIONS_MODULE, HIDDEN_PREFIX
 from graders.versions import drift_warning
 
 SUITE_DIR = Path(__file__).parents[1] / "suite"
@@ -169,6 +169,8 @@ def _add_suite(session: pytest.Session, grading: GradingSession,
                items: list[pytest.Item]) -> None:
     """Add the grading suite (unless the run collected it), score every test, and put the
     hidden tests last: their worker starts only after every visible call was made."""
+    if not _extensions_on(grading):  # not even listed
+        items[:] = [item for item in items if not _is_extension(item)]
     if any(Path(item.path).parent == SUITE_DIR for item in items):
         suite = _suite_items(session, grading, quietly=True)
     else:
@@ -187,6 +189,8 @@ def _suite_items(session: pytest.Session, grading: GradingSession, *,
     for path in sorted(SUITE_DIR.glob("test_*.py")):
         if grading.oracle.golden and path.name.startswith(HIDDEN_PREFIX):
             continue  # hidden tests need the reference (and the bundle leaves them out)
+        if path.name == EXTENSIONS_MODULE and not _extensions_on(grading):
+            continue
         module = pytest.Module.from_parent(session, path=path,
                                            nodeid=f"graders/suite/{path.name}")
         found = module.collect() if quietly else session.genitems(module)
@@ -213,7 +217,8 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
     siblings = Counter(_function_id(item) for item, _ in marks.values())
-    weights = {nodeid: mark.points / siblings[_function_id(item)]
+    weights = {nodeid: (grading.settings.exact_p99_points if _is_extension(item)
+                        else mark.points) / siblings[_function_id(item)]
                for nodeid, (item, mark) in marks.items()}
     maxima = scaled_maxima(weights, grading.max_score,
                            groups={nodeid: "visible" if mark.visibility == "visible" else "other"
@@ -225,6 +230,16 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
     for item in items:
         if _test_id(item) in grading.scores:
             item.stash[SCORE_KEY] = grading.scores[_test_id(item)]
+
+
+def _extensions_on(grading: GradingSession) -> bool:
+    """Whether the graded extensions run: a course gave them points, and the reference
+    computes their expected values (a golden file, the student bundle's, has none)."""
+    return bool(grading.settings.exact_p99_points) and not grading.oracle.golden
+
+
+def _is_extension(item: pytest.Item) -> bool:
+    return Path(item.path) == SUITE_DIR / EXTENSIONS_MODULE
 
 
 def _test_id(item: pytest.Item) -> str:
