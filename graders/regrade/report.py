@@ -51,11 +51,11 @@ class GradedSubmission:
             if isinstance(tests, list) else []
 
 
-def _function(test: Mapping[str, Any]) -> str:
+def function_of(test: Mapping[str, Any]) -> str:
     return result_tags(test)[0]
 
 
-def _track(test: Mapping[str, Any]) -> str:
+def track_of(test: Mapping[str, Any]) -> str:
     return result_tags(test)[1]
 
 
@@ -69,7 +69,7 @@ def function_scores(submission: GradedSubmission) -> dict[str, float]:
     """Points per contract function (the first tag of each test), in test order."""
     earned: dict[str, float] = {}
     for test in submission.tests:
-        name = _function(test)
+        name = function_of(test)
         earned[name] = earned.get(name, 0.0) + float(test.get("score", 0.0))
     return {name: round(value, 6) for name, value in earned.items()}
 
@@ -155,7 +155,7 @@ def pass_rates(entries: Sequence[GradedSubmission]) -> list[PassRate]:
             passed[key] += int(test.get("status") == "passed")
             maximum = float(test.get("max_score", 0.0))
             fractions[key] += float(test.get("score", 0.0)) / maximum if maximum else 1.0
-    rates = [PassRate(key, str(test.get("name", key)), _function(test), _track(test),
+    rates = [PassRate(key, str(test.get("name", key)), function_of(test), track_of(test),
                       str(test.get("visibility", "visible")), passed[key], graded[key],
                       round(fractions[key] / graded[key], 6))
              for key, test in seen.items()]
@@ -256,10 +256,10 @@ def failure_groups(entries: Sequence[GradedSubmission], limit: int = TOP_FAILURE
             if test.get("status") == "passed":
                 continue
             for line, hint in failure_lines(test):
-                key = (_function(test), normalize_message(line))
+                key = (function_of(test), normalize_message(line))
                 keys.add(key)
                 first.setdefault(key, (line[:_MESSAGE_CHARS], hint))
-                for seen, value in ((functions[key], _function(test)),
+                for seen, value in ((functions[key], function_of(test)),
                                     (tests[key], str(test.get("name", "")))):
                     if value not in seen:
                         seen.append(value)
@@ -294,7 +294,7 @@ def class_report(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
     function_max: dict[str, float] = defaultdict(float)
     for entry in graded[:1]:
         for test in entry.tests:
-            function_max[_function(test)] += float(test.get("max_score", 0.0))
+            function_max[function_of(test)] += float(test.get("max_score", 0.0))
     for entry in graded:
         for name, points in function_scores(entry).items():
             functions[name].append(points)
