@@ -14,6 +14,7 @@ from typing import Any
 
 from graders.escaping import for_html
 from graders.feedback.render import CSP
+from graders.regrade.histogram import APART_COLOURS
 
 PAGE_NAME = "class.html"
 STYLE = """
@@ -31,10 +32,8 @@ td.rate { text-align: center; font-variant-numeric: tabular-nums; min-width: 4.5
 .muted { color: #6e6e73; }
 code { background: #f2f2f5; padding: 0 .2rem; border-radius: 3px; }
 """
-#: Colours of the distribution's bars: graded scores, and each reason for no grade.
+#: The colour of the distribution's graded bars (the others: APART_COLOURS).
 GRADED_COLOUR = "#4c72b0"
-APART_COLOURS = {"grader_failed": "#c44e52", "timed_out": "#dd8452", "rejected": "#8c8c8c",
-                 "missing": "#b0b0b0"}
 
 
 def build_class_page(report: Mapping[str, Any], *, names: bool) -> str:
@@ -87,10 +86,10 @@ def _distribution(report: Mapping[str, Any]) -> list[str]:
         x = 20 + index * 60 + (gap if kind != "graded" else 0)
         tall = round(height * count / tallest)
         svg.append(f'<rect data-kind="{for_html(kind)}" data-count="{count}" x="{x}" '
-                   f'y="{height - tall + 10}" width="{bar}" height="{tall}" fill="{colour}"/>')
-        svg.append(f'<text x="{x + bar / 2}" y="{height + 5 - tall}" font-size="12" '
+                   f'y="{height - tall + 20}" width="{bar}" height="{tall}" fill="{colour}"/>')
+        svg.append(f'<text x="{x + bar / 2}" y="{height + 15 - tall}" font-size="12" '
                    f'text-anchor="middle">{count}</text>')
-        svg.append(f'<text x="{x + bar / 2}" y="{height + 28}" font-size="11" '
+        svg.append(f'<text x="{x + bar / 2}" y="{height + 38}" font-size="11" '
                    f'text-anchor="middle">{for_html(label)}</text>')
     svg.append("</svg>")
     note = ("Blue bars are graded scores. Submissions that were not graded (the grader "
