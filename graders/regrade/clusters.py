@@ -7,9 +7,10 @@ The signature of a submission for one function has two parts:
   invariants included), and in each failed case kept by the grader (the first
   :data:`graders.grading.checks.MAX_CASES_KEPT` of a test), which fields were wrong, or
   which error was raised, and every non-numeric wrong answer (``None``, ``inf``, ``True``);
-- the *ratios* of each numeric wrong answer to the reference's, compared within a
-  relative tolerance (:data:`RATIO_REL`): two submissions join one cluster when their
-  shapes are equal and every ratio agrees.
+- the *ratios* of each numeric wrong answer to the reference's (the answer itself where
+  the reference's is 0 or not a number), compared within a relative tolerance
+  (:data:`RATIO_REL`): two submissions join one cluster when their shapes are equal and
+  every ratio agrees.
 
 Why this is robust: it is read from the values the grader kept, not from the feedback
 text, which is cut, shows few cases and is worded for students; the shape is discrete,
@@ -73,12 +74,14 @@ def _kept(test: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         if isinstance(cases, list) else []
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
 def _ratio(expected: Any, got: Any) -> float | None:
-    """got / expected for two finite, non-zero numbers of the same sign' kind; else None."""
-    numbers = [value for value in (expected, got)
-               if isinstance(value, int | float) and not isinstance(value, bool)
-               and math.isfinite(value)]
-    if len(numbers) != 2 or expected == 0:
+    """got / expected for two finite numbers, the expected one not 0; else None."""
+    if not (_finite(expected) and _finite(got)) or expected == 0:
         return None
     return float(got) / float(expected)
 
@@ -100,11 +103,14 @@ def signature(tests: Sequence[Mapping[str, Any]]) -> tuple[tuple[Any, ...], list
             for name, pair in sorted(fields.items()) if isinstance(fields, Mapping) else ():
                 expected, got = pair if isinstance(pair, list) and len(pair) == 2 else (pair, None)
                 ratio = _ratio(expected, got)
-                if ratio is None:
-                    shape.append((name, repr(expected), repr(got)))
-                else:
+                if ratio is not None:
                     shape.append(name)
                     ratios.append(ratio)
+                elif _finite(got):  # against inf, None or 0: the answer itself
+                    shape.append((name, repr(expected), "a number"))
+                    ratios.append(float(got))
+                else:
+                    shape.append((name, repr(expected), repr(got)))
     return tuple(shape), ratios
 
 

@@ -199,3 +199,16 @@ def test_report_md_escapes_only_what_markdown_needs() -> None:
     text = markdown(class_report([entry]))
     assert "| 1 | total_p99_ms: expected #, got # - outside tolerance | " \
            "p99 \\<b\\>\\[x\\](y)\\</b\\> \\*z\\* |" in text
+
+
+def test_a_finite_answer_where_the_reference_is_infinite_is_compared_with_a_tolerance(
+        ) -> None:
+    def unstable(ident: str, noise: float) -> GradedSubmission:
+        test = batching_test("iphone", math.log)
+        test["extra_data"]["failed_cases"] = [
+            {"case": "load 100%", "fields": {"p99_latency_ms": ["inf", 25.0 * (1 + noise)],
+                                             "stable": [False, True]}}]
+        return submission(ident, test)
+
+    found = cluster([unstable("a", 0.0), unstable("b", 1e-13), unstable("c", 0.5)])
+    assert sorted(c.members for c in found) == [["a", "b"], ["c"]]
