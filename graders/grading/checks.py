@@ -29,9 +29,11 @@ MAX_CASE_CHARS = 600
 MAX_REASON_CHARS = 300
 #: Failed cases of one visible test whose values are kept for the class report's mistake
 #: clusters (``failed_cases`` in the test's extra_data).
-MAX_CASES_KEPT = 12
-#: Characters of one non-numeric value kept there.
-MAX_KEPT_CHARS = 40
+MAX_CASES_KEPT = 8
+#: Wrong fields kept of one case, and characters of one non-numeric value kept there
+#: (with the cases, a bound well under a results.json's reserved space).
+MAX_FIELDS_KEPT = 6
+MAX_KEPT_CHARS = 24
 #: The contract functions each function calls, per the lab: when one of them is wrong,
 #: its callers' failures start there.
 DEPENDS_ON: dict[str, tuple[str, ...]] = {
@@ -140,7 +142,8 @@ def kept_case(case: Case, outcome: CallOutcome, differences: Iterable[Difference
               ) -> dict[str, Any]:
     """A failed case as plain data for the class report: its id, its numeric inputs
     (positional ones as ``arg0``, ``arg1``, ...), and either each wrong field's
-    ``[expected, got]`` or the error (an exception's name, or how the call failed)."""
+    ``[expected, got]`` (the first :data:`MAX_FIELDS_KEPT`) or the error (an exception's
+    name, or how the call failed)."""
     inputs = {f"arg{index}": value for index, value in enumerate(case.args)}
     inputs.update(case.kwargs)
     kept: dict[str, Any] = {
@@ -154,7 +157,7 @@ def kept_case(case: Case, outcome: CallOutcome, differences: Iterable[Difference
         kept["error"] = name[:MAX_KEPT_CHARS] if name.isidentifier() else outcome.status
     else:
         kept["fields"] = {d.field: [_kept_value(d.expected), _kept_value(d.actual)]
-                          for d in differences}
+                          for d in list(differences)[:MAX_FIELDS_KEPT]}
     return kept
 
 

@@ -453,6 +453,15 @@ def markdown(report: Mapping[str, Any], *, histogram_file: str | None = None) ->
               f"{_student_cell(row['hint'])} | "
               f"{_cell(', '.join(row['functions']))} | {len(row['tests'])} |"
               for row in report["failures"]]
+    if report.get("clusters"):
+        lines += ["", "## Mistake clusters", "",
+                  "Submissions with the same wrong answers in one function, largest first "
+                  "(see class.html).", "",
+                  "| submissions | share | function | known mistake | hint | representative |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {row['submissions']} | {row['share']:.0%} | {_cell(row['function'])} | "
+                  f"{_cell(row['label'] or '-')} | {_student_cell(row['hint'])} | "
+                  f"{_student_cell(row['representative'])} |" for row in report["clusters"]]
     if report["not_graded"]:
         lines += ["", "## Not graded", "", "| submission | status | reason |", "|---|---|---|"]
         lines += [f"| {_student_cell(row['submission'])} | {_cell(row['status'])} | "

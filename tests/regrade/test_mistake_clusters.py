@@ -212,3 +212,13 @@ def test_a_finite_answer_where_the_reference_is_infinite_is_compared_with_a_tole
 
     found = cluster([unstable("a", 0.0), unstable("b", 1e-13), unstable("c", 0.5)])
     assert sorted(c.members for c in found) == [["a", "b"], ["c"]]
+
+
+def test_report_md_lists_the_clusters_largest_first() -> None:
+    found = cluster(CLASS, load_catalogue())
+    report = with_classes(class_report(CLASS),
+                          cluster_rows(found, 6, key=b"k", names=False, pages=set()), None)
+    text = markdown(report)
+    assert "## Mistake clusters" in text
+    assert f"| 3 | 50% | batching_tax | {found[0].label} | 8 % more per doubling of the " \
+           f"batch | {anonymous_label(b'k', 'ann')} |" in text

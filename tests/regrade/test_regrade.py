@@ -739,6 +739,12 @@ def test_as_root_the_class_and_its_results_are_closed_to_other_users(
     for folder in (base / "class", base / "out"):
         assert folder.stat().st_mode & 0o007 == 0, folder
     assert f"closed {str(base / 'class')!r} to other users" in first_run.stderr
+    # and the summary says it too: what changed, why, and how to undo it
+    summary = first_run.stdout
+    assert f"  closed {str(base / 'class')!r} to other users (mode " in summary
+    assert "so that student code, run as a sandbox user, cannot read the class's " \
+           "submissions or results" in summary
+    assert f"chmod o+rx {base / 'class'}" in summary
 
 
 @pytest.mark.slow
