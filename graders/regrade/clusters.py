@@ -101,7 +101,8 @@ def signature(tests: Sequence[Mapping[str, Any]]) -> tuple[tuple[Any, ...], list
                 continue
             fields = case.get("fields")
             for name, pair in sorted(fields.items()) if isinstance(fields, Mapping) else ():
-                expected, got = pair if isinstance(pair, list) and len(pair) == 2 else (pair, None)
+                expected: Any = pair[0] if isinstance(pair, list) and len(pair) == 2 else pair
+                got: Any = pair[1] if isinstance(pair, list) and len(pair) == 2 else None
                 ratio = _ratio(expected, got)
                 if ratio is not None:
                     shape.append(name)
