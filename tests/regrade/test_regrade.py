@@ -462,6 +462,9 @@ def run_cli(*args: str | Path, cwd: Path | None = None,
     (["--jobs", "0"], "argument --jobs: must be >= 1"),
     (["--timeout", "-1"], "argument --timeout: must be a finite number > 0"),
     (["--max-score", "nan"], "--max-score must be a finite number > 0"),
+    (["--due", "tomorrow"], "--due 'tomorrow' is not a time: give e.g."),
+    (["--mistakes", "/nonexistent/course.toml"], "--mistakes '/nonexistent/course.toml' "
+                                                 "cannot be read"),
 ])
 def test_bad_regrade_options_are_one_line_usage_errors(tmp_path: Path, arguments: list[str],
                                                        fragment: str) -> None:
