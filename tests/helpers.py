@@ -486,7 +486,7 @@ CORPUS_EXPECTED: dict[str, CorpusOutcome] = {
 }
 
 
-# --- the HTML page in a real browser ---------------------------------------------------
+# --- the HTML pages in a real browser -------------------------------------------------------
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",

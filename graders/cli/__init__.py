@@ -134,6 +134,18 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
     regrade.add_argument("--max-score", metavar="POINTS", help="total points of the suite")
     regrade.add_argument("--no-histogram", action="store_true",
                          help="skip histogram.png (needs matplotlib, the 'report' extra)")
+    regrade.add_argument("--pages", action="store_true",
+                         help="also write each student's HTML feedback page "
+                              "(submissions/<id>/feedback.html; about 0.3 s more each)")
+    regrade.add_argument("--names", action="store_true",
+                         help="show submission names and links to their pages on the class "
+                              "page and in report.json (default: counts and anonymous labels)")
+    regrade.add_argument("--mistakes", metavar="FILE",
+                         help="a TOML catalogue of your course's known mistakes, tried before "
+                              "the grader's own (format: docs/instructor-guide.md)")
+    regrade.add_argument("--due", metavar="TIME",
+                         help="the due date, e.g. '2024-03-01 23:59 -08:00', for the late "
+                              "columns of grades.csv when the metadata has none")
 
 
 

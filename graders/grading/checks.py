@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from graders.escaping import single_line
 from graders.grading.cases import RESULT_FIELDS, Case
-from graders.grading.compare import Difference, Tolerance, compare
+from graders.grading.compare import Difference, Tolerance, compare, type_name
 from graders.grading.credit import FunctionEvidence, answer_key, is_trivial, trivial_refusal
 from graders.grading.hints import hint_for
 from graders.sandbox.runner import CallOutcome, StudentRunner
@@ -27,6 +27,13 @@ MAX_FEEDBACK_CHARS = 4000
 MAX_CASE_CHARS = 600
 #: Characters of a call failure's reason, and of a test's one-line summary.
 MAX_REASON_CHARS = 300
+#: Failed cases of one visible test whose values are kept for the class report's mistake
+#: clusters (``failed_cases`` in the test's extra_data).
+MAX_CASES_KEPT = 8
+#: Wrong fields kept of one case, and characters of one non-numeric value kept there
+#: (with the cases, a bound well under a results.json's reserved space).
+MAX_FIELDS_KEPT = 6
+MAX_KEPT_CHARS = 24
 #: The contract functions each function calls, per the lab: when one of them is wrong,
 #: its callers' failures start there.
 DEPENDS_ON: dict[str, tuple[str, ...]] = {
@@ -57,6 +64,8 @@ class Tally:
     total: int = 0
     passed: int = 0
     failures: list[str] = field(default_factory=list)
+    #: The first failed cases' inputs and values, as plain JSON (see :func:`kept_case`).
+    kept: list[dict[str, Any]] = field(default_factory=list)
 
     def record(self, ok: bool, feedback: str = "") -> None:
         self.total += 1
@@ -113,6 +122,43 @@ def failed_call_message(outcome: CallOutcome) -> str:
         if not message.startswith("serving.py"):
             return f"raised {message}"
     return message
+
+
+def _kept_value(value: Any) -> Any:
+    """A value as JSON keeps it: finite numbers, booleans and None as they are, infinities
+    and NaN as text, anything else by a short description."""
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return value[:MAX_KEPT_CHARS]
+    if isinstance(value, list | tuple):
+        return "sequence"
+    return type_name(value)[:MAX_KEPT_CHARS]
+
+
+def kept_case(case: Case, outcome: CallOutcome, differences: Iterable[Difference]
+              ) -> dict[str, Any]:
+    """A failed case as plain data for the class report: its id, its numeric inputs
+    (positional ones as ``arg0``, ``arg1``, ...), and either each wrong field's
+    ``[expected, got]`` (the first :data:`MAX_FIELDS_KEPT`) or the error (an exception's
+    name, or how the call failed)."""
+    inputs = {f"arg{index}": value for index, value in enumerate(case.args)}
+    inputs.update(case.kwargs)
+    kept: dict[str, Any] = {
+        "case": case.case_id,
+        "inputs": {name: value for name, value in inputs.items()
+                   if isinstance(value, int | float) and not isinstance(value, bool)
+                   and math.isfinite(value)}}
+    if not outcome.ok:
+        message = outcome.message.strip()
+        name = message.split(":", 1)[0] if outcome.status == "raised" else outcome.status
+        kept["error"] = name[:MAX_KEPT_CHARS] if name.isidentifier() else outcome.status
+    else:
+        kept["fields"] = {d.field: [_kept_value(d.expected), _kept_value(d.actual)]
+                          for d in list(differences)[:MAX_FIELDS_KEPT]}
+    return kept
 
 
 def root_cause(function: str, wrong: Callable[[str], bool]) -> str | None:
@@ -207,17 +253,31 @@ class Grading:
         heading = shortened(f"case {case.case_id!r}: {case.describe_inputs()}",
                             2 * MAX_VALUE_CHARS)
         if not outcome.ok:
+            self._keep(case, outcome, ())
             message = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
             self._first_problem = self._first_problem or message
             return False, (f"{heading}\n  {message}", case.function, [])
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
             return True, None
+        self._keep(case, outcome, differences)
         first = differences[0]
         self._first_problem = self._first_problem or (
             f"{first.field} expected {_short_number(first.expected)}, "
             f"got {_short_number(first.actual)}")
         return False, (heading, case.function, list(differences))
+
+    def _keep(self, case: Case, outcome: CallOutcome, differences: Iterable[Difference]
+              ) -> None:
+        """Keep a failed case's values for the class report. Of a hidden case only the
+        name of the error it raised is kept: its inputs and expected values stay here."""
+        if len(self.tally.kept) >= MAX_CASES_KEPT:
+            return
+        kept = kept_case(case, outcome, differences)
+        if not self._hidden:
+            self.tally.kept.append(kept)
+        elif "error" in kept:
+            self.tally.kept.append({"case": "hidden", "error": kept["error"]})
 
     def summary(self) -> str:
         """The failure in one line: cases failed and the first problem (or the root

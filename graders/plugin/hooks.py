@@ -317,7 +317,8 @@ def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,
     if tally is not None and excinfo is not None and excinfo.errisinstance(GradingFailure) \
             and tally.total:
         fraction = Fraction(tally.passed, tally.total)
-        return score.with_outcome("failed", fraction, str(excinfo.value), *cases)
+        return score.with_outcome("failed", fraction, str(excinfo.value), *cases,
+                                  failed_cases=tally.kept)
     return score.with_outcome("failed", Fraction(0), _output(report, hidden, "failed"), *cases)
 
 

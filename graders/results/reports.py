@@ -66,7 +66,9 @@ def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
             "visibility": score.visibility,
             "extra_data": _plain({"nodeid": score.nodeid, "outcome": score.status,
                                   "passed_cases": score.passed_cases,
-                                  "total_cases": score.total_cases}),
+                                  "total_cases": score.total_cases,
+                                  **({"failed_cases": list(score.failed_cases)}
+                                     if score.failed_cases else {})}),
         })
     return {
         "score": rounded(points.total_earned),

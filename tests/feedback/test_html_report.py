@@ -34,6 +34,8 @@ from graders.trackfiles.tracks import Track, default_tracks_dir, load_tracks
 TEMPLATE = REPO / "student_template" / "serving.py"
 #: A submission whose p99 is taken at q = 0.95: its p99 curve sits below the reference.
 BUGGY = CORPUS / "p99_at_q095" / "serving.py"
+
+
 @pytest.fixture(scope="module")
 def tracks() -> tuple[Track, ...]:
     return load_tracks(default_tracks_dir())
