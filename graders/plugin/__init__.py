@@ -12,6 +12,7 @@ grading off, the plugin adds its options and imports nothing else.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -26,6 +27,13 @@ MARKER_HELP = (
     "(scaled so the suite totals grader_max_score), tagged with the contract `function`; "
     "visibility is one of visible, hidden, after_due_date, after_published"
 )
+
+
+def usage_error(message: str) -> pytest.UsageError:
+    """A usage error said as every ``graders`` command says one: ``graders: error: ...`` on
+    stderr, one line (pytest itself would print ``ERROR: ...``); raise what it returns."""
+    sys.stderr.write(f"graders: error: {message}\n")
+    return pytest.UsageError()  # no message: pytest prints nothing more
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,7 +58,7 @@ def _resolve_settings(config: pytest.Config) -> Settings:
         try:
             raw[option.name] = (option.parse(str(text).strip()), True)
         except argparse.ArgumentTypeError as error:
-            raise pytest.UsageError(f"ini key {option.ini}: {error}") from None
+            raise usage_error(f"ini key {option.ini}: {error}") from None
     return resolve(raw, invocation_dir=config.invocation_params.dir,
                    ini_dir=config.inipath.parent if config.inipath else config.rootpath)
 
@@ -83,7 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 check_output_file(path, flag)
         session = GradingSession.open(settings, load_tracks)
     except GraderError as error:
-        raise pytest.UsageError(str(error)) from None
+        raise usage_error(str(error)) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(GradingHooks(session), "serving-grader-session")
     config.pluginmanager.register(fixtures, "serving-grader-fixtures")

@@ -23,6 +23,7 @@ from graders.grading.checks import (
     shortened,
 )
 from graders.grading.scoring import GraderMark, Status, TestScore, rounded, scaled_maxima
+from graders.plugin import usage_error
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
 from graders.results.reports import score_table
@@ -168,7 +169,7 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
             marks[_test_id(item)] = (item, GraderMark.from_marker(marker.args, marker.kwargs,
                                                                   item.nodeid))
         except ValueError as error:
-            raise pytest.UsageError(str(error)) from None
+            raise usage_error(str(error)) from None
     siblings = Counter(_function_id(item) for item, _ in marks.values())
     weights = {nodeid: mark.points / siblings[_function_id(item)]
                for nodeid, (item, mark) in marks.items()}
