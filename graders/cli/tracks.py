@@ -41,6 +41,14 @@ def run_new(args: argparse.Namespace) -> int:
     """Write ``<tracks>/<id>.toml`` from MLSysIM refs, or print it with ``--stdout``."""
     from graders.trackfiles.generate import generate_track_toml
 
+    if args.list_refs:
+        print_accepted_refs()
+        return 0
+    missing = [flag for flag, value in (("--id", args.track_id), ("--hardware", args.hardware),
+                                        ("--model", args.model)) if not value]
+    if missing:
+        raise TrackError(f"'graders tracks new' needs {', '.join(missing)}; "
+                         "'graders tracks new --list' prints the MLSysIM refs it accepts")
     settings = parse_settings(args.settings)
     if args.stdout:
         sys.stdout.write(generate_track_toml(args.track_id, args.hardware, args.model, settings))
@@ -58,6 +66,19 @@ def run_new(args: argparse.Namespace) -> int:
     _write_atomically(target, text)
     print(f"wrote {display_path(target)}; see it with 'graders tracks show {args.track_id}'")
     return 0
+
+
+def print_accepted_refs() -> None:
+    """Print the MLSysIM refs ``graders tracks new`` accepts, one per line with its name."""
+    from graders.trackfiles.generate import accepted_refs
+
+    for what, refs in accepted_refs().items():
+        print(f"--{what} (MLSysIM {what} refs accepted):")
+        width = max((len(ref) for ref, _ in refs), default=0)
+        for ref, name in refs:
+            print(f"  {ref.ljust(width)}  {name}")
+    print("\nExample: graders tracks new --id my_track --hardware Hardware.Cloud.H100 "
+          "--model Models.Language.Llama2_70B --set slo_ms=200")
 
 
 def run_show(args: argparse.Namespace) -> int:

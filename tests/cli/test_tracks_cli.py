@@ -201,6 +201,33 @@ def test_new_stdout_prints_a_track_file_that_loads(tmp_path: Path) -> None:
     assert (track.label, track.variant.defaults["arrival_qps"]) == ("Jetson Orin NX", 40)
 
 
+@pytest.mark.slow
+@pytest.mark.needs_mlsysim
+@pytest.mark.skipif(not HAS_MLSYSIM, reason="needs the optional mlsysim package")
+def test_new_list_prints_the_refs_new_accepts_those_of_the_shipped_tracks_among_them() -> None:
+    result = graders("tracks", "new", "--list")
+    assert result.returncode == 0, result.stderr
+    listed = {line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ")}
+    tracks = [load_track(path) for path in TRACKS.glob("*.toml")]
+    shipped = {ref for track in tracks
+               for ref in (track.variant.hardware_ref, track.variant.model_ref)}
+    assert shipped <= listed, shipped - listed
+    assert {ref.split(".")[0] for ref in listed} == {"Hardware", "Models"}
+    # a listed ref is one 'tracks new' takes: the first model listed makes a track
+    first_model = next(ref for ref in sorted(listed) if ref.startswith("Models."))
+    assert "Hardware.Edge.JetsonOrinNX" in listed
+    made = graders("tracks", "new", "--id", "listed", "--hardware", "Hardware.Edge.JetsonOrinNX",
+                   "--model", first_model, "--set", "slo_ms=100", "--stdout")
+    assert made.returncode == 0, made.stderr
+
+
+def test_new_without_its_refs_names_what_is_missing_and_the_list(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tracks", "new", "--id", "jetson"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "needs --hardware, --model",
+                          "graders tracks new --list")
+
+
 def test_check_names_every_bad_file_and_every_good_one(tmp_path: Path) -> None:
     for path in sorted(TRACKS.glob("*.toml")):
         shutil.copy(path, tmp_path)
