@@ -117,6 +117,9 @@ def test_junit_xml_carries_every_test_with_its_score(tmp_path: Path) -> None:
             properties["grader_score"] or "nan")
         assert float(properties["grader_max_score"] or "nan") > 0
     assert sum(scores.values()) == pytest.approx(load(results)["score"], abs=1e-4)
+    # the names CI pages show students are results.json's, under the contract function
+    named = {(case.get("classname"), case.get("name")) for case in cases}
+    assert named == {(test["tags"][0], test["name"]) for test in load(results)["tests"]}
 
 
 # --- exit codes ------------------------------------------------------------------------------
