@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from graders.errors import GraderError, TrackError
+from graders.trackfiles.sanity import default_warnings
 from graders.trackfiles.tracks import (
     Track,
     default_tracks_dir,
@@ -65,6 +66,8 @@ def run_new(args: argparse.Namespace) -> int:
     text = generate_track_toml(args.track_id, args.hardware, args.model, settings)
     _write_atomically(target, text)
     print(f"wrote {display_path(target)}; see it with 'graders tracks show {args.track_id}'")
+    for warning in default_warnings(load_track(target)):
+        print(f"graders: warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -92,7 +95,9 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     """Validate every track file and compute its outputs: one ``ok`` line per good file on
-    stdout, one ``graders: error:`` line per problem on stderr (every file is checked)."""
+    stdout, one ``graders: error:`` line per problem on stderr (every file is checked), and
+    one ``graders: warning:`` line, with its fix, per way a good file's defaults cannot
+    serve (:func:`graders.trackfiles.sanity.default_warnings`; the exit code stays 0)."""
     folder = _folder(args.tracks)
     files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
     if not files:
@@ -115,6 +120,8 @@ def run_check(args: argparse.Namespace) -> int:
             continue
         seen[track.track_id] = path
         print(f"ok  {track.track_id}  {display_path(path)}")
+        for warning in default_warnings(track):
+            print(f"graders: warning: {warning}", file=sys.stderr)
     return USAGE_ERROR if problems else 0
 
 

@@ -12,12 +12,12 @@ grading off, the plugin adds its options and imports nothing else.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from graders.plugin.settings import OPTIONS, Settings, resolve
+from graders.plugin.usage import usage_error
 
 if TYPE_CHECKING:
     from graders.trackfiles.tracks import Track
@@ -27,13 +27,6 @@ MARKER_HELP = (
     "(scaled so the suite totals grader_max_score), tagged with the contract `function`; "
     "visibility is one of visible, hidden, after_due_date, after_published"
 )
-
-
-def usage_error(message: str) -> pytest.UsageError:
-    """A usage error said as every ``graders`` command says one: ``graders: error: ...`` on
-    stderr, one line (pytest itself would print ``ERROR: ...``); raise what it returns."""
-    sys.stderr.write(f"graders: error: {message}\n")
-    return pytest.UsageError()  # no message: pytest prints nothing more
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

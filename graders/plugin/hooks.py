@@ -23,9 +23,9 @@ from graders.grading.checks import (
     shortened,
 )
 from graders.grading.scoring import GraderMark, Status, TestScore, rounded, scaled_maxima
-from graders.plugin import usage_error
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
+from graders.plugin.usage import usage_error
 from graders.results.reports import score_table
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import drift_warning
