@@ -149,10 +149,20 @@ def show_lines(track: Track) -> list[str]:
     from reference.profile import DEFAULT_FIELDS
 
     given = track.variant.defaults
+    fallbacks = {  # profile fields the hardware may leave out, and what stands in for them
+        "storage_bandwidth_gbs": ("storage", "memory bandwidth"),
+        "interconnect_bandwidth_gbs": ("interconnect", "memory bandwidth"),
+        "tdp_w": ("tdp", "0")}
 
     def defaulted(name: str) -> str:
         key = DEFAULT_FIELDS.get(name, (None, None))[0]
-        return "  (lab default)" if key is not None and key not in given else ""
+        if key is not None and key not in given:
+            return "  (lab default)"
+        if name in fallbacks and name not in given:
+            part, stand_in = fallbacks[name]
+            if getattr(track.hardware, part) is None:
+                return f"  (lab default: {stand_in}, the track has no hardware.{part})"
+        return ""
 
     rows += [(f.name, _with_unit(f.name, getattr(profile, f.name)) + defaulted(f.name))
              for f in fields(profile) if f.name not in skip]

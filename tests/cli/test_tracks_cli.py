@@ -303,6 +303,22 @@ def test_check_warns_when_even_a_lone_request_misses_the_slo(tmp_path: Path) -> 
     assert "set slo_ms above 20, or lower service_ms" in warning
 
 
+def test_check_and_show_read_gb_per_second_as_gigabits(tmp_path: Path) -> None:
+    text = (TRACKS / "cloud_fleet.toml").read_text(encoding="utf-8")
+    (tmp_path / "cloud_fleet.toml").write_text(
+        text.replace('bandwidth = "64.0 GB/s"', 'bandwidth = "102.0 Gb/s"'), encoding="utf-8")
+    assert graders("tracks", "check", "--tracks", str(tmp_path)).returncode == 0
+    shown = graders("tracks", "show", "--tracks", str(tmp_path)).stdout
+    assert re.search(r"interconnect_bandwidth_gbs +12\.75 GB/s\n", shown), shown
+
+
+def test_show_says_which_bandwidths_fall_back_to_memory_bandwidth() -> None:
+    shown = graders("tracks", "show", "iphone").stdout
+    assert re.search(r"storage_bandwidth_gbs +51\.2 GB/s  \(lab default: memory bandwidth, "
+                     r"the track has no hardware\.storage\)", shown), shown
+    assert re.search(r"tdp_w +5 W\n", shown), shown  # given by the track: no mark
+
+
 def test_show_marks_the_values_a_track_leaves_to_the_lab_defaults(tmp_path: Path) -> None:
     text = (TRACKS / "iphone.toml").read_text(encoding="utf-8")
     lines = [line for line in text.splitlines() if not line.startswith("warm_pool_replicas")]
