@@ -11,7 +11,13 @@ from typing import Any, Protocol
 from graders.escaping import single_line
 from graders.grading.cases import RESULT_FIELDS, Case
 from graders.grading.compare import Difference, Tolerance, compare
-from graders.grading.credit import FunctionEvidence, answer_key, is_trivial, trivial_refusal
+from graders.grading.credit import (
+    NOT_IMPLEMENTED,
+    FunctionEvidence,
+    answer_key,
+    is_trivial,
+    trivial_refusal,
+)
 from graders.grading.hints import hint_for
 from graders.sandbox.runner import CallOutcome, StudentRunner
 from graders.sandbox.wire import encode_argument
@@ -109,15 +115,20 @@ def failed_call_message(outcome: CallOutcome) -> str:
     message = single_line(outcome.message)
     if outcome.status == "raised":
         if message.startswith("NotImplementedError"):
-            return f"not implemented yet ({message})"
+            return f"{NOT_IMPLEMENTED} ({message})"
         if not message.startswith("serving.py"):
             return f"raised {message}"
     return message
 
 
-def root_cause(function: str, wrong: Callable[[str], bool]) -> str | None:
+def root_cause(function: str, wrong: Callable[[str], bool],
+               unwritten: Callable[[str], bool] = lambda name: False) -> str | None:
     """The line that sends a student to the contract function ``function`` depends on
-    when that one is ``wrong`` too (the deepest wrong one of the chain), else None."""
+    when that one is ``wrong`` too (the deepest wrong one of the chain), else None; None
+    too when ``function`` itself is ``unwritten`` (not implemented: there is nothing to
+    blame on its dependencies), and an unwritten culprit is called so, never wrong."""
+    if unwritten(function):
+        return None
     chain = [function]
     culprit = None
     while DEPENDS_ON.get(chain[-1]):
@@ -127,8 +138,11 @@ def root_cause(function: str, wrong: Callable[[str], bool]) -> str | None:
     if culprit is None:
         return None
     uses = ", which uses your ".join(chain[1:culprit])
-    return (f"your {function} uses your {uses}, which is wrong for these inputs: "
-            f"fix {chain[culprit - 1]} first")
+    blamed = chain[culprit - 1]
+    if unwritten(blamed):
+        return (f"your {function} uses your {uses}, which is {NOT_IMPLEMENTED}: "
+                f"write {blamed} first")
+    return f"your {function} uses your {uses}, which is wrong for these inputs: fix {blamed} first"
 
 
 class CaseSource(Protocol):
@@ -177,7 +191,8 @@ class Grading:
                 if failure is not None:
                     failed.append(failure)
         if failed:  # asks the functions it depends on only when something failed
-            causes = [root_cause(function, lambda f: self._source.evidence(f).wrong)
+            causes = [root_cause(function, lambda f: self._source.evidence(f).wrong,
+                                 lambda f: self._source.evidence(f).not_implemented)
                       for function in sorted(functions)]
             self._root_cause = next((cause for cause in causes if cause), None)
         for heading, function, differences in failed:

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: How a failed call's reason starts when the function raised NotImplementedError.
+NOT_IMPLEMENTED = "not implemented yet"
 #: Leaf values a function that computes nothing can still produce.
 _DEGENERATE = (0, 1)
 
@@ -128,6 +130,8 @@ class FunctionEvidence:
     expected: set[str] = field(default_factory=set)
     #: Why the first unanswered case got no answer ("" while every case was answered).
     first_failure: str = ""
+    #: Cases that raised NotImplementedError (the template's "implement me").
+    unwritten: int = 0
 
     def record(self, *, expected: Any, answer: Any | None, answered: bool, passed: bool,
                trivial: bool, failure: str = "", values_right: int = 0) -> None:
@@ -138,6 +142,8 @@ class FunctionEvidence:
         self.nontrivial_values_right += values_right
         if not answered and not self.first_failure:
             self.first_failure = failure or "no answer"
+        if not answered and failure.startswith(NOT_IMPLEMENTED):
+            self.unwritten += 1
         if answered:
             self.answered += 1
             self.answers.add(answer_key(answer))
@@ -145,6 +151,12 @@ class FunctionEvidence:
         if not trivial:
             self.nontrivial += 1
             self.nontrivial_passed += passed
+
+    @property
+    def not_implemented(self) -> bool:
+        """Every visible case raised NotImplementedError: the function is not written yet
+        (which is not the same as wrong)."""
+        return self.cases > 0 and self.unwritten == self.cases
 
     @property
     def wrong(self) -> bool:

@@ -70,7 +70,7 @@ class GradingHooks:
         if score is None:  # not a graded test
             return report
         updated = _score_phase(item, score, report, call)
-        _short_summary(report, call, self.session)
+        _short_summary(report, call, self.session, score.function)
         if updated is not None:
             item.stash[SCORE_KEY] = updated
             self.session.scores[score.nodeid] = updated
@@ -227,14 +227,18 @@ def _name_in_junit_xml(item: pytest.Item, score: TestScore) -> None:
 
 
 def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None],
-                   session: GradingSession) -> None:
+                   session: GradingSession, function: str) -> None:
     """pytest's short summary line of a failed test: its reason, not the exception's name
-    (and, for a submission that does not import, a pointer to the one line that says why)."""
+    (and, for a submission that does not import, a pointer to the one line that says why;
+    for a function not written yet, that it is not implemented yet)."""
     excinfo = call.excinfo
     crash = getattr(report.longrepr, "reprcrash", None)
     if crash is None or excinfo is None or not report.failed:
         return
-    if isinstance(excinfo.value, GradingFailure):
+    evidence = session.evidences.get(function)
+    if evidence is not None and evidence.not_implemented:
+        reason = f"{function} is not implemented yet"
+    elif isinstance(excinfo.value, GradingFailure):
         reason = excinfo.value.summary
     elif isinstance(excinfo.value, StudentCallFailed):
         reason = str(excinfo.value)
@@ -325,7 +329,15 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
             terminalreporter.write_line("Every test fails until serving.py imports cleanly.")
             terminalreporter.write_line("")
             failed = []  # every test failed for that one reason
+        unwritten = _not_implemented(grading, failed)
         for score in failed:
+            if score.function in unwritten:  # one line per function, not one per test
+                line = unwritten[score.function]
+                if line:
+                    terminalreporter.write_line(for_terminal(line))
+                    terminalreporter.write_line("")
+                unwritten[score.function] = ""  # said
+                continue
             if not score.output.startswith(score.name):
                 terminalreporter.write_line(for_terminal(f"{score.name}: {score.status}"),
                                             bold=True)
@@ -353,6 +365,20 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
     if grading.settings.html is not None:
         terminalreporter.write_line(for_terminal(
             f"feedback report written to {grading.settings.html}"))
+
+
+def _not_implemented(grading: GradingSession, failed: list[TestScore]) -> dict[str, str]:
+    """The line that says, once for all its failed tests, that a function is not written
+    yet, by function (only functions whose every visible case raised NotImplementedError)."""
+    lines = {}
+    for function in dict.fromkeys(score.function for score in failed):
+        evidence = grading.evidences.get(function)
+        if evidence is None or not evidence.not_implemented:
+            continue
+        count = sum(1 for score in failed if score.function == function)
+        tests = "its test fails" if count == 1 else f"its {count} tests fail"
+        lines[function] = f"{function} is {evidence.first_failure}; {tests} until it is written"
+    return lines
 
 
 class JsonReportMetadata:

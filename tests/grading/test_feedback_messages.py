@@ -68,6 +68,17 @@ def test_the_root_cause_names_the_deepest_wrong_function_of_the_chain() -> None:
     assert root_cause("serve", lambda f: True) is None
 
 
+def test_an_unwritten_function_is_never_called_wrong_nor_blamed_on_another() -> None:
+    def unwritten(name: str) -> bool:
+        return name == "erlang_c"
+
+    assert root_cause("queueing_latency", lambda f: True, unwritten) == (
+        "your queueing_latency uses your erlang_c, which is not implemented yet: "
+        "write erlang_c first")
+    assert root_cause("erlang_c", lambda f: True, unwritten) is None
+    assert root_cause("queueing_latency", lambda f: True, lambda f: True) is None
+
+
 def test_a_wrong_dependency_comes_first_and_silences_the_misleading_hints() -> None:
     answers = dict.fromkeys((case.case_id for case in CASES), WRONG)
     failure = failure_of(Source(answers, frozenset({"queueing_latency"})), CASES)

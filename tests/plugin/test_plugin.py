@@ -445,7 +445,7 @@ def test_the_short_summary_and_invariant_feedback_start_with_the_reason(
                                 "--grader-results", "results.json",
                                 "-k", "test_cases or cache_capacity")
     result.stdout.fnmatch_lines([
-        "FAILED *test_serve* - 36 of 36 cases failed: not implemented yet*"])
+        "FAILED *test_serve* - serve is not implemented yet"])
     result.stdout.no_fnmatch_line("*graders.grading.checks.*")
     outputs = [test["output"] for test in strict_json(pytester.path / "results.json")["tests"]
                if test["status"] == "failed"]

@@ -1,0 +1,61 @@
+"""What a student reads under plain ``pytest``: the feedback section, tested with ``pytester``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import Any
+
+import pytest
+from helpers import CORPUS, REPO
+
+CORRECT = CORPUS / "correct" / "serving.py"
+TEMPLATE = REPO / "student_template" / "serving.py"
+FUNCTIONS = ("serve", "erlang_c", "queueing_latency", "batching_tax", "transformer_state_gb",
+             "cache_capacity", "cold_start_latency", "quantity_to_float",
+             "serving_track_profile")
+
+
+def edited(pytester: pytest.Pytester, old: str, new: str) -> None:
+    """The correct submission as ``serving.py``, with one edit."""
+    source = CORRECT.read_text(encoding="utf-8")
+    assert source.count(old) == 1, old
+    (pytester.path / "serving.py").write_text(source.replace(old, new), encoding="utf-8")
+
+
+def results(pytester: pytest.Pytester) -> Any:
+    return json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))
+
+
+def feedback_section(stdout: str) -> str:
+    return stdout.split("serving-lab feedback", 1)[1].split("serving-lab score", 1)[0]
+
+
+def test_the_untouched_template_says_once_per_function_that_it_is_not_implemented(
+        pytester: pytest.Pytester) -> None:
+    shutil.copy(TEMPLATE, pytester.path / "serving.py")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no")
+    lines = [line for line in feedback_section(result.stdout.str()).splitlines()
+             if line.strip() and not line.strip().startswith("=")]
+    assert [line.split(" ", 1)[0] for line in lines] == list(FUNCTIONS)
+    for line in lines:
+        assert " is not implemented yet (NotImplementedError: " in line
+        assert line.endswith("until it is written")
+    assert "wrong" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["queueing_latency is not implemented yet (*); its 1? tests "
+                                 "fail until it is written"])
+
+
+def test_a_function_using_an_unwritten_one_is_sent_to_write_it_first(
+        pytester: pytest.Pytester) -> None:
+    edited(pytester, "def erlang_c(arrival_qps, service_ms, replicas):\n",
+           "def erlang_c(arrival_qps, service_ms, replicas):\n    raise NotImplementedError\n")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-k", "queueing",
+                                "--grader-results", "results.json")
+    outputs = [test["output"] for test in results(pytester)["tests"]
+               if test["name"].startswith("queueing_latency") and test["status"] == "failed"]
+    assert outputs
+    for output in outputs:
+        assert output.splitlines()[1] == ("your queueing_latency uses your erlang_c, which is "
+                                          "not implemented yet: write erlang_c first")
+    assert "wrong for these inputs" not in result.stdout.str()
