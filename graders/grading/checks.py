@@ -121,6 +121,19 @@ def failed_call_message(outcome: CallOutcome) -> str:
     return message
 
 
+def missed_case(case: Case, outcome: CallOutcome, differences: list[Difference]) -> str:
+    """A failed case in a few words: which, on which track, and what was wrong, e.g.
+    ``case 'defaults' [cloud_fleet]: value expected 0.33554, got 0.16777``."""
+    where = f"case {case.case_id!r}" + (f" [{case.track_id}]" if case.track_id else "")
+    if not outcome.ok:
+        return f"{where}: {shortened(failed_call_message(outcome), MAX_VALUE_CHARS)}"
+    first = differences[0] if differences else None
+    if first is None:
+        return where
+    return (f"{where}: {first.field} expected {_short_number(first.expected)}, "
+            f"got {_short_number(first.actual)}")
+
+
 def root_cause(function: str, wrong: Callable[[str], bool],
                unwritten: Callable[[str], bool] = lambda name: False) -> str | None:
     """The line that sends a student to the contract function ``function`` depends on
@@ -172,6 +185,8 @@ class Grading:
         self._notes: list[str] = []
         self._root_cause: str | None = None
         self._first_problem = ""
+        #: Right answers that do not count (yet): trivial ones held back, or a constant's.
+        self._held = 0
         self.tally = Tally()
 
     def check(self, cases: Iterable[Case]) -> None:
@@ -204,11 +219,13 @@ class Grading:
             evidence = self._source.evidence(function)
             reason = trivial_refusal(function, evidence)
             if evidence.constant:
+                self._held += self.tally.passed + trivial_passes
                 self.tally.passed = 0
                 trivial_passes = 0
             if reason is not None and (trivial_passes or evidence.constant):
                 self._notes.append(reason)
             if not evidence.earns_trivial_cases:
+                self._held += trivial_passes
                 trivial_passes = 0
         self.tally.passed += trivial_passes
         if self.tally.passed < self.tally.total:
@@ -237,12 +254,21 @@ class Grading:
     def summary(self) -> str:
         """The failure in one line: cases failed and the first problem (or the root
         cause), e.g. ``11 of 13 cases failed: p99_latency_ms expected 132.87, got 80.77``."""
-        tally = self.tally
-        counts = f"{tally.total - tally.passed} of {tally.total} cases failed"
+        counts = self._counts()
         if self._hidden:
             return f"{counts} (hidden cases)"
         reason = self._root_cause or self._first_problem or "; ".join(self._notes)
         return shortened(f"{counts}: {reason}" if reason else counts, MAX_REASON_CHARS)
+
+    def _counts(self) -> str:
+        """``3 of 13 cases failed``, with the right answers that do not count yet apart:
+        ``10 of 10 cases right but not counted yet``, never called failed."""
+        tally = self.tally
+        failed = tally.total - tally.passed - self._held
+        held = f"{self._held} right but not counted yet" if self._held else ""
+        if not failed:
+            return f"{self._held} of {tally.total} cases {held.split(' ', 1)[1]}"
+        return f"{failed} of {tally.total} cases failed" + (f", {held}" if held else "")
 
     def feedback(self) -> str:
         """The failure summary: counts always, details only for visible tests; never more
@@ -251,8 +277,7 @@ class Grading:
 
     def _feedback(self) -> str:
         tally = self.tally
-        summary = (f"{self._label}: {tally.total - tally.passed} of {tally.total} cases failed "
-                   f"(tolerance {self._tolerance.describe()})")
+        summary = f"{self._label}: {self._counts()} (tolerance {self._tolerance.describe()})"
         notes = [*([self._root_cause] if self._root_cause else []), *self._notes]
         if self._hidden:
             return "\n".join([summary + "; the cases of this test are hidden.", *notes])

@@ -132,11 +132,18 @@ class FunctionEvidence:
     first_failure: str = ""
     #: Cases that raised NotImplementedError (the template's "implement me").
     unwritten: int = 0
+    #: The first case that needs a real computation and was missed, and how (for example
+    #: "case 'defaults' [cloud_fleet]: value expected 0.3355, got 0.1678").
+    first_real_miss: str = ""
 
     def record(self, *, expected: Any, answer: Any | None, answered: bool, passed: bool,
-               trivial: bool, failure: str = "", values_right: int = 0) -> None:
-        """Add one case: what was expected, what came back (if anything), the verdict, and
-        how many of its non-trivial values the answer got right."""
+               trivial: bool, failure: str = "", values_right: int = 0,
+               miss: str = "") -> None:
+        """Add one case: what was expected, what came back (if anything), the verdict, how
+        many of its non-trivial values the answer got right, and ``miss``, the case and
+        what was wrong, should it be failed."""
+        if not trivial and not passed and not self.first_real_miss:
+            self.first_real_miss = miss
         self.cases += 1
         self.passed += passed
         self.nontrivial_values_right += values_right
@@ -194,9 +201,11 @@ def trivial_refusal(function: str, evidence: FunctionEvidence) -> str | None:
     """Why the passed trivial cases of ``function`` do not count, or None if they do."""
     if evidence.earns_trivial_cases:
         return None
+    first = f", such as {evidence.first_real_miss}" if evidence.first_real_miss else ""
     return _constant_reason(function, evidence) or (
-        f"{function} passes none of its cases that need a real computation, so its cases "
-        "with trivial answers (None, 0, a flag, an echo of an input) do not count yet")
+        f"{function} must first be right on a case that needs a real computation{first}; "
+        "until then its right answers to cases with trivial answers (None, 0, a flag, an "
+        "echo of an input) do not count")
 
 
 def invariant_refusal(function: str, evidence: FunctionEvidence) -> str | None:

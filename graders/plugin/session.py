@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from graders.expected.oracle import Oracle, ReferenceOracle, choose_oracle
 from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases
-from graders.grading.checks import failed_call_message
+from graders.grading.checks import failed_call_message, missed_case
 from graders.grading.compare import compare
 from graders.grading.credit import (
     FunctionEvidence,
@@ -182,14 +182,16 @@ class GradingSession:
             for case, outcome in zip(cases, self._visible_outcomes(cases), strict=True):
                 expected = self.oracle.expected(case)
                 inputs = [*case.args, *case.kwargs.values()]
-                passed = outcome.ok and not self._differences(expected, outcome.value)
+                differences = self._differences(expected, outcome.value) if outcome.ok else []
+                passed = outcome.ok and not differences
                 right = nontrivial_matches(
                     expected, outcome.value, inputs,
                     lambda wanted, got: not self._differences(wanted, got)) if outcome.ok else 0
                 evidence.record(expected=expected, answer=outcome.value,
                                 answered=outcome.ok, passed=passed, values_right=right,
                                 failure=failed_call_message(outcome),
-                                trivial=is_trivial(expected, inputs))
+                                trivial=is_trivial(expected, inputs),
+                                miss="" if passed else missed_case(case, outcome, differences))
             self.evidences[function] = evidence
         return self.evidences[function]
 
