@@ -5,9 +5,10 @@ is in module functions below it and in the sub-packages they call.
 
 from __future__ import annotations
 
+import codecs
 import sys
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
 from graders.plugin.usage import usage_error
 from graders.results.reports import score_table
+from graders.sandbox.runner import OutputMark
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import drift_warning
 
@@ -39,6 +41,12 @@ class GradingHooks:
 
     def __init__(self, session: GradingSession) -> None:
         self.session = session
+        #: Where the submission's output stood when each visible test started.
+        self._output_marks: dict[str, OutputMark] = {}
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if session.config.getoption("capture") == "no":  # -s: its prints show live
+            self.session.runner.echo_output(_live_output())
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.session.close()
@@ -61,6 +69,8 @@ class GradingHooks:
         score = item.stash.get(SCORE_KEY, None)
         if score is not None:
             _name_in_junit_xml(item, score)
+            if score.visibility == "visible":
+                self._output_marks[item.nodeid] = self.session.runner.output_mark()
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
@@ -71,11 +81,28 @@ class GradingHooks:
             return report
         updated = _score_phase(item, score, report, call)
         _short_summary(report, call, self.session, score.function)
+        mark = self._output_marks.pop(item.nodeid, None) if report.when == "call" else None
+        if mark is not None:
+            self._captured(report, score, mark)
         if updated is not None:
             item.stash[SCORE_KEY] = updated
             self.session.scores[score.nodeid] = updated
             _set_score_properties(item, report, updated)
         return report
+
+    def _captured(self, report: pytest.TestReport, score: TestScore, mark: OutputMark
+                  ) -> None:
+        """What the submission printed during this test's call, as pytest's captured
+        output: a section of the report, and shown under the test's feedback."""
+        printed = self.session.runner.output_summary(since=mark)
+        if not printed.total_bytes:
+            return
+        text = printed.text
+        if printed.truncated:
+            text += f"\n[{printed.sentence()}]"
+        report.sections.append(("Captured output of serving.py (stdout and stderr)", text))
+        printed_before = self.session.printed.get(score.function, "")
+        self.session.printed[score.function] = printed_before + text
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         _finish(self.session)
@@ -342,6 +369,12 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
                 terminalreporter.write_line(for_terminal(f"{score.name}: {score.status}"),
                                             bold=True)
             terminalreporter.write_line(for_terminal(score.output))
+            printed = grading.printed.pop(score.function, "")  # under its first failure
+            if printed and config.getoption("capture") != "no":  # -s showed it live
+                terminalreporter.write_sep(
+                    "-", f"what serving.py printed while the {score.function} tests ran")
+                terminalreporter.write_line(for_terminal(shortened(printed.rstrip("\n"),
+                                                                   MAX_FEEDBACK_CHARS)))
             terminalreporter.write_line("")
         not_run = [score for score in scores if score.status == "not run"]
         if not_run:  # one line, not one block per test
@@ -365,6 +398,18 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
     if grading.settings.html is not None:
         terminalreporter.write_line(for_terminal(
             f"feedback report written to {grading.settings.html}"))
+
+
+def _live_output() -> Callable[[bytes], None]:
+    """A writer of the submission's output chunks to this process's stdout, as they
+    arrive (controls escaped, UTF-8 split across chunks decoded whole)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def write(chunk: bytes) -> None:
+        sys.stdout.write(for_terminal(decoder.decode(chunk)))
+        sys.stdout.flush()
+
+    return write
 
 
 def _not_implemented(grading: GradingSession, failed: list[TestScore]) -> dict[str, str]:

@@ -69,6 +69,9 @@ class GradingSession:
     cases_by_function: dict[str, list[Case]] = field(default_factory=dict)
     #: The worker of the hidden tests, started after every visible call was made.
     hidden_runner: StudentRunner | None = None
+    #: What the submission printed during the visible tests of each function (a
+    #: function's first test asks all of its visible cases at once), by function.
+    printed: dict[str, str] = field(default_factory=dict)
     #: The HTML report's curves, measured before the visible worker stops.
     feedback: FeedbackReport | None = None
     visible_finished: bool = False
@@ -235,7 +238,8 @@ class GradingSession:
             lines = ["Graded by the serving-lab grader. Each test lists its failed cases."]
         printed = self.runner.output_summary()
         if printed.total_bytes:
-            lines += [f"{printed.sentence().capitalize()}; they follow.", printed.text]
+            sentence = printed.sentence()
+            lines += [f"{sentence[:1].upper()}{sentence[1:]}; they follow.", printed.text]
         return "\n".join(lines)
 
     def write_results(self, path: Path) -> Mapping[str, Any]:

@@ -77,3 +77,48 @@ def test_right_answers_held_back_are_not_called_failed_and_the_case_to_fix_is_na
     result.stdout.fnmatch_lines(["transformer_state_gb matches * [[]cloud_fleet[]]: 10 of 10 "
                                  "cases failed (tolerance *)"])
     result.stdout.no_fnmatch_line("*[[]iphone[]]: * cases failed*")
+
+
+def printing(pytester: pytest.Pytester) -> None:
+    """The correct submission with p99 at q = 0.95 (a bug) and a debugging print."""
+    edited(pytester, "def queueing_latency(*, arrival_qps, service_ms, replicas=1, "
+                     "service_cv=1.0, slo_ms=100.0):\n",
+           "def queueing_latency(*, arrival_qps, service_ms, replicas=1, service_cv=1.0, "
+           "slo_ms=100.0):\n    print('debug: arrival', arrival_qps)\n")
+    source = (pytester.path / "serving.py").read_text(encoding="utf-8")
+    assert source.count("p99 = tail(0.99)") == 1
+    (pytester.path / "serving.py").write_text(
+        source.replace("p99 = tail(0.99)", "p99 = tail(0.95)"), encoding="utf-8")
+
+
+def test_a_failed_test_shows_what_the_code_printed_during_it(
+        pytester: pytest.Pytester) -> None:
+    printing(pytester)
+    result = pytester.runpytest("--student", "serving.py", "--tb=no",
+                                "-k", "test_queueing_latency or test_serve")
+    result.assert_outcomes(passed=1, failed=5)  # 4 tracks and the hidden large fleet
+    result.stdout.fnmatch_lines([
+        "queueing_latency matches * [[]cloud_fleet[]]: * cases failed *",
+        "*- what serving.py printed while the queueing_latency tests ran -*",
+        "debug: arrival 8.0"])  # iphone's default load, asked with the first test's cases
+    section = feedback_section(result.stdout.str())
+    assert section.count("what serving.py printed") == 1  # once: not for serve (passed)
+    assert section.count("debug: arrival 8.0\n") == 1
+
+
+def test_under_s_the_code_s_prints_show_live_and_not_again(pytester: pytest.Pytester) -> None:
+    printing(pytester)
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-s",
+                                "-k", "test_queueing_latency")
+    before, after = result.stdout.str().split("serving-lab feedback", 1)
+    assert "debug: arrival 16.0" in before
+    assert "what serving.py printed" not in after
+
+
+def test_results_say_how_much_was_printed_in_kilobytes(pytester: pytest.Pytester) -> None:
+    source = CORRECT.read_text(encoding="utf-8")
+    (pytester.path / "serving.py").write_text(source + "\nprint('x' * 4189)\n",
+                                              encoding="utf-8")
+    pytester.runpytest("--student", "serving.py", "-k", "test_serve",
+                       "--grader-results", "results.json")
+    assert "Your code printed 4.19 kB; they follow." in results(pytester)["output"]
