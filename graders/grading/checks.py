@@ -47,9 +47,11 @@ class GradingFailure(AssertionError):
     """Some of a test's cases failed; the message is the student's feedback, ``summary``
     its one line (for pytest's short summary)."""
 
-    def __init__(self, feedback: str, summary: str = "") -> None:
+    def __init__(self, feedback: str, summary: str = "", full: str = "") -> None:
         super().__init__(feedback)
         self.summary = summary or feedback.split("\n", 1)[0]
+        #: The feedback with nothing cut, for the HTML page.
+        self.full = full or feedback
 
 
 class StudentCallFailed(AssertionError):
@@ -72,28 +74,38 @@ class Tally:
             self.failures.append(feedback)
 
 
-def shortened(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, with a visible marker when cut."""
-    if len(text) <= limit:
+#: How far back from the limit a cut looks for a word boundary.
+WORD_BOUNDARY_REACH = 40
+
+
+def shortened(text: str, limit: int | None) -> str:
+    """``text`` cut to at most ``limit`` characters (None: never), at a word boundary
+    where one is near, with a visible marker when cut."""
+    if limit is None or len(text) <= limit:
         return text
-    return f"{text[:limit]}… [cut: {len(text) - limit} more characters]"
+    space = max(text.rfind(" ", 0, limit + 1), text.rfind("\n", 0, limit + 1))
+    end = space if space > 0 and space >= limit - WORD_BOUNDARY_REACH else limit
+    kept = text[:end].rstrip()
+    return f"{kept}… [cut: {len(text) - len(kept)} more characters]"
 
 
-def _number(value: Any) -> str:
+def _number(value: Any, limit: int | None = MAX_VALUE_CHARS) -> str:
     if isinstance(value, float):
         if math.isinf(value) or math.isnan(value):
             return str(value)
         return f"{value:.10g}"
     if isinstance(value, dict) and len(value) == 1:
-        return shortened(f"<{next(iter(value.values()))}>", MAX_VALUE_CHARS)
-    return shortened(repr(value), MAX_VALUE_CHARS)
+        return shortened(f"<{next(iter(value.values()))}>", limit)
+    return shortened(repr(value), limit)
 
 
-def describe_difference(function: str, difference: Difference, *, hints: bool = True) -> str:
+def describe_difference(function: str, difference: Difference, *, hints: bool = True,
+                        value_chars: int | None = MAX_VALUE_CHARS) -> str:
     """One line per wrong field: expected, got, errors, tolerance and a hint (none when
-    ``hints`` is False: a wrong function it depends on is the likelier cause)."""
-    line = (f"  {difference.field}: expected {_number(difference.expected)}, "
-            f"got {_number(difference.actual)} - {difference.reason}")
+    ``hints`` is False: a wrong function it depends on is the likelier cause); values cut
+    to ``value_chars`` characters (None: never)."""
+    line = (f"  {difference.field}: expected {_number(difference.expected, value_chars)}, "
+            f"got {_number(difference.actual, value_chars)} - {difference.reason}")
     if difference.abs_error is not None and difference.rel_error is not None:
         line += f"; abs error {difference.abs_error:.3g}, rel error {difference.rel_error:.3g}"
     hint = hint_for(function, difference.field)
@@ -112,7 +124,8 @@ def _short_number(value: Any) -> str:
 def failed_call_message(outcome: CallOutcome) -> str:
     """Why a call produced no value, in a student's words (an exception is named as
     raised; the grader's own reasons, e.g. a missing function, are not)."""
-    message = single_line(outcome.message)
+    message = single_line(outcome.message.split("\n", 1)[0]
+                          if outcome.status == "unimportable" else outcome.message)
     if outcome.status == "raised":
         if message.startswith("NotImplementedError"):
             return f"{NOT_IMPLEMENTED} ({message})"
@@ -185,6 +198,8 @@ class Grading:
         self._notes: list[str] = []
         self._root_cause: str | None = None
         self._first_problem = ""
+        #: Each failed case's feedback uncut, for the HTML page.
+        self._full_failures: list[str] = []
         #: Right answers that do not count (yet): trivial ones held back, or a constant's.
         self._held = 0
         self.tally = Tally()
@@ -193,7 +208,7 @@ class Grading:
         """Check every case; raise :class:`GradingFailure` with feedback if any failed."""
         trivial_passes = 0
         functions: set[str] = set()
-        failed: list[tuple[str, str, list[Difference]]] = []
+        failed: list[tuple[str, str, str, list[Difference]]] = []
         for case in cases:
             functions.add(case.function)
             expected = self._source.expected(case)
@@ -210,11 +225,17 @@ class Grading:
                                  lambda f: self._source.evidence(f).not_implemented)
                       for function in sorted(functions)]
             self._root_cause = next((cause for cause in causes if cause), None)
-        for heading, function, differences in failed:
-            lines = [describe_difference(function, d, hints=self._root_cause is None)
-                     for d in differences]
-            self.tally.failures.append(shortened("\n".join([heading, *lines]),
+        hints = self._root_cause is None
+        for heading, message, function, differences in failed:
+            lines = [describe_difference(function, d, hints=hints) for d in differences]
+            capped = [shortened(heading, 2 * MAX_VALUE_CHARS),
+                      *([f"  {shortened(message, MAX_REASON_CHARS)}"] if message else [])]
+            self.tally.failures.append(shortened("\n".join([*capped, *lines]),
                                                  MAX_CASE_CHARS))
+            self._full_failures.append("\n".join([
+                heading, *([f"  {message}"] if message else []),
+                *(describe_difference(function, d, hints=hints, value_chars=None)
+                  for d in differences)]))
         for function in sorted(functions):
             evidence = self._source.evidence(function)
             reason = trivial_refusal(function, evidence)
@@ -229,19 +250,18 @@ class Grading:
                 trivial_passes = 0
         self.tally.passed += trivial_passes
         if self.tally.passed < self.tally.total:
-            raise GradingFailure(self.feedback(), self.summary())
+            raise GradingFailure(self.feedback(), self.summary(), self._feedback(full=True))
 
     def _check_one(self, case: Case, expected: Any
-                   ) -> tuple[bool, tuple[str, str, list[Difference]] | None]:
-        """Whether ``case`` passed and, when it failed, its heading, function and wrong
-        fields (a failed call's reason is the heading's second line)."""
+                   ) -> tuple[bool, tuple[str, str, str, list[Difference]] | None]:
+        """Whether ``case`` passed and, when it failed, its heading, a failed call's
+        reason ("" for a wrong answer), its function and wrong fields, uncut."""
         outcome = self._source.outcome(case)
-        heading = shortened(f"case {case.case_id!r}: {case.describe_inputs()}",
-                            2 * MAX_VALUE_CHARS)
+        heading = f"case {case.case_id!r}: {case.describe_inputs()}"
         if not outcome.ok:
-            message = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
-            self._first_problem = self._first_problem or message
-            return False, (f"{heading}\n  {message}", case.function, [])
+            message = failed_call_message(outcome)
+            self._first_problem = self._first_problem or shortened(message, MAX_REASON_CHARS)
+            return False, (heading, message, case.function, [])
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
             return True, None
@@ -249,7 +269,7 @@ class Grading:
         self._first_problem = self._first_problem or (
             f"{first.field} expected {_short_number(first.expected)}, "
             f"got {_short_number(first.actual)}")
-        return False, (heading, case.function, list(differences))
+        return False, (heading, "", case.function, list(differences))
 
     def summary(self) -> str:
         """The failure in one line: cases failed and the first problem (or the root
@@ -275,18 +295,20 @@ class Grading:
         than :data:`MAX_FEEDBACK_CHARS` characters."""
         return shortened(self._feedback(), MAX_FEEDBACK_CHARS)
 
-    def _feedback(self) -> str:
+    def _feedback(self, *, full: bool = False) -> str:
+        """The feedback text; ``full``: every failed case, nothing cut (the HTML page)."""
         tally = self.tally
         summary = f"{self._label}: {self._counts()} (tolerance {self._tolerance.describe()})"
         notes = [*([self._root_cause] if self._root_cause else []), *self._notes]
         if self._hidden:
             return "\n".join([summary + "; the cases of this test are hidden.", *notes])
-        reasons = {failure.split("\n", 1)[-1] for failure in tally.failures}
-        if len(reasons) == 1 and len(tally.failures) > 1:
+        failures = self._full_failures if full else tally.failures
+        reasons = {failure.split("\n", 1)[-1] for failure in failures}
+        if len(reasons) == 1 and len(failures) > 1:
             only = next(iter(reasons)).strip()
             return "\n".join([summary, *notes, f"every failed case: {only}"])
-        shown = tally.failures[:MAX_CASES_SHOWN]
-        rest = len(tally.failures) - len(shown)
+        shown = failures if full else failures[:MAX_CASES_SHOWN]
+        rest = len(failures) - len(shown)
         more = [f"... and {rest} more failed cases"] if rest else []
         return "\n".join([summary, *notes, *shown, *more])
 

@@ -81,6 +81,9 @@ class GradingHooks:
             return report
         updated = _score_phase(item, score, report, call)
         _short_summary(report, call, self.session, score.function)
+        failure = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(failure, GradingFailure) and score.visibility == "visible":
+            self.session.full_outputs[score.nodeid] = failure.full
         mark = self._output_marks.pop(item.nodeid, None) if report.when == "call" else None
         if mark is not None:
             self._captured(report, score, mark)
@@ -235,7 +238,7 @@ def _track_id(item: pytest.Item) -> str | None:
 
 def _display_name(item: pytest.Item) -> str:
     doc = getattr(getattr(item, "function", None), "__doc__", None) or item.name
-    title = doc.strip().splitlines()[0].rstrip(".")
+    title = " ".join(doc.strip().split("\n\n", 1)[0].split()).rstrip(".")  # first paragraph
     track = _track_id(item)
     return f"{title} [{track}]" if track else title
 
@@ -339,7 +342,9 @@ def _finish(grading: GradingSession) -> None:
     if grading.settings.classroom is not None:
         grading.write_classroom(grading.settings.classroom)
     if report is not None and html is not None:
-        report.write(html, document if document is not None else grading.results_document())
+        page = grading.page_document(document if document is not None
+                                     else grading.results_document())
+        report.write(html, page)
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSession) -> None:

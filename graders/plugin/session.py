@@ -72,6 +72,8 @@ class GradingSession:
     #: What the submission printed during the visible tests of each function (a
     #: function's first test asks all of its visible cases at once), by function.
     printed: dict[str, str] = field(default_factory=dict)
+    #: Each failed visible test's feedback with nothing cut, by node id (the HTML page).
+    full_outputs: dict[str, str] = field(default_factory=dict)
     #: The HTML report's curves, measured before the visible worker stops.
     feedback: FeedbackReport | None = None
     visible_finished: bool = False
@@ -253,6 +255,14 @@ class GradingSession:
             if reservation is not None:
                 reservation.release()
         return document
+
+    def page_document(self, document: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``document`` (the results) with each failed visible test's feedback uncut, for
+        the HTML page, where space is not scarce."""
+        tests = [{**test, "output": self.full_outputs.get(
+                    str(test.get("extra_data", {}).get("nodeid")), test.get("output", ""))}
+                 for test in document.get("tests", [])]
+        return {**document, "tests": tests}
 
     def results_document(self) -> Mapping[str, Any]:
         """The Gradescope results :meth:`write_results` writes, without writing them."""

@@ -122,3 +122,39 @@ def test_results_say_how_much_was_printed_in_kilobytes(pytester: pytest.Pytester
     pytester.runpytest("--student", "serving.py", "-k", "test_serve",
                        "--grader-results", "results.json")
     assert "Your code printed 4.19 kB; they follow." in results(pytester)["output"]
+
+
+def test_importing_an_installed_package_says_only_the_standard_library_and_pint_are_there(
+        pytester: pytest.Pytester) -> None:
+    edited(pytester, "import math\n", "import math\nimport numpy as np\n")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-k", "test_serve")
+    result.stdout.fnmatch_lines([
+        "serving.py could not be imported: ModuleNotFoundError: No module named 'numpy' "
+        "(serving.py line *); serving.py may import only Python's standard library and "
+        "pint: numpy is not available to it, even where it is installed"])
+
+
+def test_a_syntax_error_shows_its_source_line_and_a_caret(pytester: pytest.Pytester) -> None:
+    source = CORRECT.read_text(encoding="utf-8") + "\n\ndef broken(:\n    pass\n"
+    (pytester.path / "serving.py").write_text(source, encoding="utf-8")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-k", "test_serve")
+    result.stdout.fnmatch_lines(["serving.py could not be imported: SyntaxError: *",
+                                 "    def broken(:",
+                                 "    " + " " * len("def broken(") + "^"])  # under the ':'
+
+
+def test_invariant_names_are_whole_and_the_page_cuts_nothing(
+        pytester: pytest.Pytester) -> None:
+    shutil.copy(CORPUS / "p99_at_q095" / "serving.py", pytester.path / "serving.py")
+    pytester.runpytest("--student", "serving.py", "--tb=no", "-k",
+                       "test_queueing_latency or test_throughput_never_falls_with_batch_size",
+                       "--grader-results", "results.json", "--grader-html", "page.html")
+    tests = results(pytester)["tests"]
+    assert "Throughput never falls as the batch grows while overhead > 0, and rises when " \
+           "it saves passes" in [test["name"] for test in tests]
+    iphone = next(test for test in tests if test["name"].endswith("[iphone]"))
+    assert "... and 7 more failed cases" in iphone["output"]  # results.json is capped
+    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    assert "more failed cases" not in page
+    assert "[cut: " not in page
+    assert page.count("case &#x27;load 50% of capacity&#x27;") >= 4  # every track's
