@@ -274,7 +274,7 @@ def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None],
         reason = str(excinfo.value)
     else:
         return
-    if session.import_error and session.import_error in reason:
+    if session.import_error and session.import_error.split("\n", 1)[0] in reason:
         reason = "serving.py does not import (the reason is printed once, above the scores)"
     crash.message = shortened(" ".join(str(reason).split()), MAX_REASON_CHARS)
 

@@ -218,13 +218,18 @@ def partial_run(scores: Sequence[TestScore]) -> str | None:
             "with no selection for your score")
 
 
+#: The track table's title: it sums the per-track tests only, so it adds up to less than
+#: the total.
+TRACK_TABLE_TITLE = "track (per-track tests only)"
+
+
 def score_table(scores: Sequence[TestScore]) -> list[str]:
     """The terminal table: score by function, then by track, then the total (or, when
     some graded tests did not run, what the run checked instead of a total)."""
     partial = partial_run(scores)
     shown = [score for score in scores if score.status != "not run"]
     lines: list[str] = []
-    for key, title in (("function", "function"), ("track", "track")):
+    for key, title in (("function", "function"), ("track", TRACK_TABLE_TITLE)):
         rows = _rows(shown, key)
         if not rows:
             continue
