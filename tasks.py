@@ -89,14 +89,12 @@ def install() -> None:
 
 
 def grade(arguments: list[str]) -> int:
-    """Grade a submission (default: the example) and print where its results are."""
+    """Grade a submission (default: the example) into results/results.json (the grader
+    says where, once)."""
     submission = Path(arguments[0]).resolve() if arguments else EXAMPLE
     RESULTS.mkdir(mode=0o700, exist_ok=True)
     results = RESULTS / "results.json"
-    code = run(BIN / "graders", "grade", submission, "--results", results, *arguments[1:])
-    if code == 0:
-        say(f"results of {submission} written to {results.relative_to(ROOT)}")
-    return code
+    return run(BIN / "graders", "grade", submission, "--results", results, *arguments[1:])
 
 
 def test(arguments: list[str]) -> int:

@@ -154,9 +154,11 @@ def _add_tracks(commands: argparse._SubParsersAction[_Parser]) -> None:
     track_commands = tracks.add_subparsers(dest="tracks_command", required=True,
                                            parser_class=_Parser)
     new = track_commands.add_parser("new", help="write a track file from MLSysIM refs")
-    new.add_argument("--id", required=True, dest="track_id", help="track id, e.g. jetson_orin")
-    new.add_argument("--hardware", required=True, help="MLSysIM hardware ref")
-    new.add_argument("--model", required=True, help="MLSysIM model ref")
+    new.add_argument("--id", dest="track_id", help="track id, e.g. jetson_orin (required)")
+    new.add_argument("--hardware", help="MLSysIM hardware ref (required; see --list)")
+    new.add_argument("--model", help="MLSysIM model ref (required; see --list)")
+    new.add_argument("--list", action="store_true", dest="list_refs",
+                     help="print the MLSysIM hardware and model refs accepted, then exit")
     new.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
                      help="a track field or lab default, e.g. label=Jetson or arrival_qps=40")
     new.add_argument("--tracks", metavar="DIR", help="folder to write into")

@@ -16,7 +16,7 @@ from typing import Any
 from graders.escaping import for_html
 from graders.reality.curves import RealityCurve
 from graders.reality.table import error_text, input_text, milliseconds, real_text
-from graders.results.reports import result_tags
+from graders.results.reports import TRACK_TABLE_TITLE, result_tags
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 STYLE = """
@@ -175,7 +175,8 @@ def _score_tables(tests: Sequence[Mapping[str, Any]]) -> str:
                 row[2] += 1
         if not rows:
             continue
-        parts.append(f'<table class="by-{heading}"><thead><tr><th>{heading}</th><th>score</th>'
+        title = TRACK_TABLE_TITLE if heading == "track" else heading
+        parts.append(f'<table class="by-{heading}"><thead><tr><th>{title}</th><th>score</th>'
                      "<th>max</th><th>tests</th></tr></thead><tbody>")
         for name, (earned, maximum, count) in rows.items():
             parts.append(f'<tr data-{heading}="{esc(name)}"><td>{esc(name)}</td>'

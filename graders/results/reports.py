@@ -281,6 +281,11 @@ def partial_run(scores: Sequence[TestScore]) -> str | None:
             "with no selection for your score")
 
 
+#: The track table's title: it sums the per-track tests only, so it adds up to less than
+#: the total.
+TRACK_TABLE_TITLE = "track (per-track tests only)"
+
+
 def score_table(scores: Sequence[TestScore], *, grader_failure: str | None = None
                 ) -> list[str]:
     """The terminal table: score by function, then by track, then the total (or, when
@@ -293,7 +298,7 @@ def score_table(scores: Sequence[TestScore], *, grader_failure: str | None = Non
     partial = partial_run(scores)
     points = written_points(scores)
     lines: list[str] = []
-    for key, title in (("function", "function"), ("track", "track")):
+    for key, title in (("function", "function"), ("track", TRACK_TABLE_TITLE)):
         rows = _rows(scores, points, key)
         if not rows:
             continue
