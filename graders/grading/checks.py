@@ -365,7 +365,7 @@ class Grading:
         tally = self.tally
         failed = tally.total - tally.passed - self._held
         held = f"{self._held} right but not counted yet" if self._held else ""
-        if not failed:
+        if not failed and held:
             return f"{self._held} of {tally.total} cases {held.split(' ', 1)[1]}"
         return f"{failed} of {tally.total} cases failed" + (f", {held}" if held else "")
 
