@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from graders.errors import GraderError
-from graders.plugin.settings import OPTIONS, flag_value, grade_flag, positive_float, positive_int
+from graders.plugin.settings import (
+    OPTIONS,
+    flag_value,
+    grade_flag,
+    points_total,
+    positive_float,
+    positive_int,
+)
 from graders.versions import version_report
 
 USAGE_ERROR = 2
@@ -199,7 +206,7 @@ def _run_export(args: argparse.Namespace) -> int:
     export = importlib.import_module("graders.export.build")
 
     target = Path(args.target)
-    max_score = flag_value("--max-score", args.max_score, positive_float)
+    max_score = flag_value("--max-score", args.max_score, points_total)
     if args.export_command == "gradescope":
         names = export.export_gradescope(target, max_score=max_score)
         print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "

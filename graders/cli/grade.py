@@ -21,15 +21,31 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
 
 import pytest
 
-from graders.errors import SettingsError, SubmissionError
+from graders.errors import (
+    BELOW_FAIL_UNDER_EXIT,
+    GRADER_FAILED_EXIT,
+    GRADER_FAILURE_ADVICE,
+    SettingsError,
+    SubmissionError,
+)
+from graders.escaping import escape_controls
 from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
-from graders.results.classroom import github_output_line
-from graders.results.files import OutputPathError, check_output_file, install_file, remove_output
+from graders.results.classroom import classroom_results, github_output_line
+from graders.results.files import (
+    OutputPathError,
+    check_output_file,
+    install_file,
+    remove_output,
+    write_text_atomically,
+)
 from graders.results.reports import (
-    fallback_results,
+    grader_failure,
+    grader_failure_results,
     read_valid_results,
     unusable_submission_results,
     write_results,
@@ -38,18 +54,18 @@ from graders.sandbox.submission import locate_submission, read_submission
 
 #: pytest exit codes after which grading completed, whatever the score.
 COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-GRADER_FAILED = 1
+GRADER_FAILED = GRADER_FAILED_EXIT
 USAGE_ERROR = 2
-BELOW_FAIL_UNDER = 3
-#: The exit-code policy of ``graders grade``, for CI pipelines and the README.
+BELOW_FAIL_UNDER = BELOW_FAIL_UNDER_EXIT
+#: The exit-code policy of ``graders grade``, for CI pipelines and docs/course-staff.md.
 EXIT_CODES = {
     0: "grading completed (whatever the score, unless --fail-under says otherwise)",
-    GRADER_FAILED: "the grader itself failed; fallback results (every test at 0, the reason) "
-                   "were written",
     USAGE_ERROR: "usage or configuration error, or no usable serving.py in the submission "
                  "(one line on stderr; for a submission that exists, --results still gets "
                  "0 points and the reason)",
     BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
+    GRADER_FAILED: "the grader itself failed: no score; --results holds a grader-failure "
+                   "record (no score, the reason) and stderr one line saying what failed",
 }
 
 
@@ -148,19 +164,15 @@ def run_grade(args: argparse.Namespace) -> int:
         workdir = scratch / "run"
         workdir.mkdir()
         code = pytest.main(pytest_arguments(args, workdir, submission.resolve()))
-        _install_outputs(scratch, targets)
         if code == pytest.ExitCode.USAGE_ERROR:
             return USAGE_ERROR
-        completed = code in COMPLETED
         results = Path(args.results) if args.results else None
         document = read_valid_results(results) if results is not None else None
-        if results is not None and document is None:
-            reason = "no valid results were written" if completed else \
-                f"the grader stopped with pytest exit code {int(code)}"
-            write_results(results, fallback_results([], reason))
+        failure = _grader_failure(code, results, document)
+        if failure is not None:
+            _report_grader_failure(failure, args, targets)
             return GRADER_FAILED
-        if not completed:
-            return GRADER_FAILED
+        _install_outputs(scratch, targets)
         if github_output is not None and args.classroom:
             classroom = json.loads(Path(args.classroom).read_text(encoding="utf-8"))
             with github_output.open("a", encoding="utf-8") as stream:
@@ -172,6 +184,66 @@ def run_grade(args: argparse.Namespace) -> int:
                                  f"{fail_under:g}\n")
                 return BELOW_FAIL_UNDER
     return 0
+
+
+def _grader_failure(code: int, results: Path | None, document: dict[str, Any] | None
+                    ) -> str | None:
+    """Why the grading run failed as a grader (None when it completed with a result)."""
+    if code == GRADER_FAILED_EXIT:  # the plugin said so, and why, in the results
+        recorded = _recorded_failure(results) if results is not None else None
+        return recorded or "the grader failed (see the messages above)"
+    if code == pytest.ExitCode.INTERRUPTED:
+        return "the grading was interrupted"
+    if code not in COMPLETED:
+        return f"the grader stopped with pytest exit code {int(code)}"
+    if results is not None and document is None:
+        return "the grader wrote no valid results"
+    return None
+
+
+def _recorded_failure(results: Path) -> str | None:
+    try:
+        return grader_failure(json.loads(results.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def _report_grader_failure(reason: str, args: argparse.Namespace,
+                           targets: dict[str, str | None]) -> None:
+    """Say a grader failure everywhere, the same way: one line on stderr, the record at
+    --results, and no output that shows a score (the Classroom file says "error", the
+    JUnit file holds one errored test, the page says the grader failed; pytest's json
+    report, written by pytest itself, records the exit code)."""
+    sys.stderr.write(f"graders: error: the grader failed: {reason}; {GRADER_FAILURE_ADVICE}\n")
+    record = grader_failure_results(reason)
+    if args.results:
+        write_results(Path(args.results), record)
+    if args.classroom:
+        _install_text(json.dumps(classroom_results([], grader_failure=reason), indent=2)
+                      + "\n", args.classroom, "--classroom")
+    if targets.get("junit_xml"):
+        _install_text(_junit_failure(reason), str(targets["junit_xml"]), "--junit-xml")
+    if args.html:
+        from graders.feedback.render import build_page
+
+        _install_text(build_page(record, []), args.html, "--html")
+
+
+def _junit_failure(reason: str) -> str:
+    """A JUnit XML file of one errored test: the grader failed (no test result is shown)."""
+    text = quoteattr(f"the grader failed: {escape_controls(reason)}")
+    return ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite '
+            'name="serving-lab" tests="1" errors="1" failures="0" skipped="0">'
+            f'<testcase classname="serving-lab" name="grader"><error message={text}/>'
+            "</testcase></testsuite></testsuites>\n")
+
+
+def _install_text(text: str, target: str, flag: str) -> None:
+    try:
+        write_text_atomically(Path(target), text)
+    except OSError as error:
+        raise OutputPathError(f"{flag} {target!r} could not be written: "
+                              f"{error.strerror or error}") from None
 
 
 @contextlib.contextmanager

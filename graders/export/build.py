@@ -25,7 +25,7 @@ from pathlib import Path
 
 from graders.errors import GraderError
 from graders.expected.golden import GOLDEN_NAME, build_golden
-from graders.grading.scoring import GraderMark
+from graders.grading.scoring import GraderMark, decimal_text, scaled_maxima
 from graders.sandbox.cleanup import remove_tree
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import GRADING_PACKAGES, pinned_requirements
@@ -80,7 +80,7 @@ def suite_tests() -> list[SuiteTest]:
     return found
 
 
-def visible_share(tests: list[SuiteTest], max_score: float) -> float:
+def visible_share(tests: list[SuiteTest], max_score: Fraction) -> Fraction:
     """The points of the visible tests out of ``max_score``; checks hidden tests' homes."""
     misplaced = [f"{t.module}.{t.name}" for t in tests
                  if t.mark.visibility != "visible" and not t.module.startswith(HIDDEN_PREFIX)]
@@ -88,10 +88,13 @@ def visible_share(tests: list[SuiteTest], max_score: float) -> float:
         raise ExportError(f"{', '.join(misplaced)} is not visible but lives outside a "
                           f"{HIDDEN_PREFIX}*.py module; move it (and its cases) there so the "
                           "student bundle can leave it out")
-    whole = sum((Fraction(t.mark.points) for t in tests), Fraction(0))
-    visible = sum((Fraction(t.mark.points) for t in tests if t.mark.visibility == "visible"),
-                  Fraction(0))
-    return round(float(Fraction(max_score) * visible / whole), 6) if whole else 0.0
+    whole = sum((Fraction(str(t.mark.points)) for t in tests), Fraction(0))
+    visible = sum((Fraction(str(t.mark.points)) for t in tests
+                   if t.mark.visibility == "visible"), Fraction(0))
+    # shared as the grading shares it (graders.plugin.hooks): the visible tests of the
+    # official grading are worth exactly what the bundle grades out of
+    return scaled_maxima({"visible": visible, "other": whole - visible}, max_score,
+                         groups={"visible": "visible", "other": "other"})["visible"]
 
 
 # --- the Gradescope zip ------------------------------------------------------------------
@@ -111,7 +114,7 @@ def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
     yield "student_template/serving.py", root / "student_template" / "serving.py"
 
 
-def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
+def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100)) -> list[str]:
     """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``;
     return its member names."""
     root = project_root()
@@ -160,7 +163,7 @@ def student_members(root: Path) -> Iterator[tuple[str, Path]]:
         yield f"tracks/{path.name}", path
 
 
-def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
+def export_student(target: Path, *, max_score: Fraction = Fraction(100)) -> list[str]:
     """Write the student bundle into the new or empty folder ``target``; return its files."""
     from graders.expected.oracle import ReferenceOracle
     from graders.feedback.curves import curve_cases
@@ -173,7 +176,7 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
     share = visible_share(suite_tests(), max_score)
     tracks = load_tracks(root / "tracks")
     cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
-    golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=share)
+    golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=float(share))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".student-", dir=target.parent))
     staging.chmod(0o755)
@@ -187,8 +190,8 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
         generated = {
             f"graders/{GOLDEN_NAME}": json.dumps(golden, indent=1, allow_nan=False) + "\n",
             "pyproject.toml": _student_pyproject(root),
-            "README.md": _fill("student_README.md", visible_max=f"{share:g}",
-                               max_score=f"{max_score:g}",
+            "README.md": _fill("student_README.md", visible_max=decimal_text(share),
+                               max_score=decimal_text(max_score),
                                track_count=str(len(tracks)),
                                track_labels=", ".join(t.label for t in tracks)),
             ".github/workflows/classroom.yml": (TEMPLATES / "classroom.yml").read_text(),
@@ -224,11 +227,11 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
-def _with_max_score(script: bytes, max_score: float) -> bytes:
+def _with_max_score(script: bytes, max_score: Fraction) -> bytes:
     placeholder = b'MAX_SCORE="100"'
     if script.count(placeholder) != 1:
         raise ExportError("run_autograder must set MAX_SCORE=\"100\" exactly once")
-    return script.replace(placeholder, f'MAX_SCORE="{max_score:g}"'.encode())
+    return script.replace(placeholder, f'MAX_SCORE="{decimal_text(max_score)}"'.encode())
 
 
 def _fill(template: str, **values: str) -> str:

@@ -86,18 +86,22 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
                title: str = "Serving lab feedback") -> str:
     """The whole page for one grading run."""
     tests = [t for t in document.get("tests", []) if isinstance(t, Mapping)]
+    failed = document.get("grader_failed") is True  # a grader failure shows no score
     score = float(document.get("score", 0.0))
     extra = document.get("extra_data", {})
     maximum = float(extra.get("max_score", sum(float(t.get("max_score", 0)) for t in tests))
                     if isinstance(extra, Mapping) else 0.0)
+    headline = "grader failed" if failed else f"{shown(score)} / {shown(maximum)}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(title)}: {esc(shown(score))} / {esc(shown(maximum))}</title>",
+        f"<title>{esc(title)}: {esc(headline)}</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<header><h1>{esc(title)}</h1>",
+        '<p class="score" id="grader-failed">The grader failed: no score was given.</p>'
+        if failed else
         f'<p class="score">Score <span id="score" data-score="{esc(number(score))}">'
         f'{esc(shown(score))}</span> / <span id="max-score">{esc(shown(maximum))}</span></p>',
         f'<p class="summary">{esc(document.get("output", ""))}</p>',

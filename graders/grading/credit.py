@@ -1,6 +1,6 @@
 """Credit only for real answers: trivial cases, constant functions, and the function gate.
 
-Three rules decide whether passing checks earn points (README, "How a score is made"):
+Three rules decide whether passing checks earn points (docs/students.md, "How a score is made"):
 
 - A case is *trivial* when every value it expects is degenerate (None, a bool, 0, 1, an
   infinity) or echoes one of its inputs: a function that does nothing, or returns its

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from graders.errors import GRADER_FAILED_EXIT, GraderFailure
 from graders.escaping import for_terminal
 from graders.grading.checks import (
     MAX_FEEDBACK_CHARS,
@@ -22,7 +23,14 @@ from graders.grading.checks import (
     StudentCallFailed,
     shortened,
 )
-from graders.grading.scoring import GraderMark, Status, TestScore, rounded, scaled_maxima
+from graders.grading.scoring import (
+    GraderMark,
+    Status,
+    TestScore,
+    decimal_text,
+    rounded,
+    scaled_maxima,
+)
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
 from graders.results.reports import score_table
@@ -59,6 +67,8 @@ class GradingHooks:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
                                   ) -> Generator[None, Any, Any]:
         report = yield
+        if call.excinfo is not None and call.excinfo.errisinstance(GraderFailure):
+            self.session.failures.append(str(call.excinfo.value))
         score = item.stash.get(SCORE_KEY, None)
         if score is None:  # not a graded test
             return report
@@ -70,8 +80,11 @@ class GradingHooks:
             _set_score_properties(item, report, updated)
         return report
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         _finish(self.session)
+        if self.session.grader_failure is not None:  # one verdict: the exit code says it too
+            session.exitstatus = GRADER_FAILED_EXIT
         _quiet_unused_hypothesis(session.config)
 
     @pytest.hookimpl(wrapper=True)
@@ -113,7 +126,8 @@ def _header(session: GradingSession) -> list[str]:
     who = f" ({sandbox.name}, uid {sandbox.uid})" if sandbox is not None else ""
     lines = [f"serving-grader: grading {settings.student} on tracks {ids}",
              f"serving-grader: tolerance {settings.tolerance.describe()}, "
-             f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
+             f"{settings.limits.call_timeout_s:g} s per call, "
+             f"max score {decimal_text(session.max_score)}, "
              f"{settings.examples} examples per invariant",
              f"serving-grader: {session.isolation()}{who}"]
     warning = drift_warning()
@@ -172,7 +186,9 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
     siblings = Counter(_function_id(item) for item, _ in marks.values())
     weights = {nodeid: mark.points / siblings[_function_id(item)]
                for nodeid, (item, mark) in marks.items()}
-    maxima = scaled_maxima(weights, grading.max_score)
+    maxima = scaled_maxima(weights, grading.max_score,
+                           groups={nodeid: "visible" if mark.visibility == "visible" else "other"
+                                   for nodeid, (_, mark) in marks.items()})
     for nodeid, (item, mark) in marks.items():
         grading.scores[nodeid] = TestScore(
             nodeid=nodeid, name=_display_name(item), function=mark.function,
@@ -283,13 +299,13 @@ def _finish(grading: GradingSession) -> None:
     grading.finish_visible()  # measures the page's curves, if any, before the worker stops
     report = grading.feedback
     grading.close()
-    document = None
+    document = grading.final_results()
     if grading.settings.results is not None:
-        document = grading.write_results(grading.settings.results)
+        grading.write_results(grading.settings.results)
     if grading.settings.classroom is not None:
         grading.write_classroom(grading.settings.classroom)
     if report is not None and html is not None:
-        report.write(html, document if document is not None else grading.results_document())
+        report.write(html, document)
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSession) -> None:
@@ -320,7 +336,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
     terminalreporter.section("serving-lab score")
     if import_error and (quiet or config.getoption("tbstyle") != "no"):
         terminalreporter.write_line(for_terminal(import_error), red=True)
-    for line in score_table(scores):
+    for line in score_table(scores, grader_failure=grading.grader_failure):
         terminalreporter.write_line(for_terminal(line))
     if quiet:  # pytest prints no counts at -qq: the score table's own line says them
         counts = Counter(score.status for score in scores)

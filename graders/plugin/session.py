@@ -6,6 +6,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +20,14 @@ from graders.grading.credit import (
     is_trivial,
     nontrivial_matches,
 )
-from graders.grading.scoring import TestScore
+from graders.grading.scoring import TestScore, on_grid
 from graders.plugin.settings import Settings
 from graders.results.classroom import classroom_results
 from graders.results.files import Reservation
 from graders.results.metadata import submission_extra
 from graders.results.reports import (
-    fallback_results,
+    grader_failure,
+    grader_failure_results,
     gradescope_results,
     partial_run,
     validated_results,
@@ -77,13 +79,19 @@ class GradingSession:
     #: SHA-256 of every input the invariant tests asked, in order: equal digests mean
     #: the same examples (reported in the results' extra_data).
     invariant_inputs: Any = field(default_factory=hashlib.sha256)
+    #: The grading's one final result, made once at the end (:meth:`final_results`): the
+    #: terminal, the exit code and every file written come from it.
+    final: Mapping[str, Any] | None = None
+    #: Failures of the grader itself met while tests ran (a worker that could not start
+    #: through no fault of the code, say): the final result is then a grader failure.
+    failures: list[str] = field(default_factory=list)
 
     @property
-    def max_score(self) -> float:
+    def max_score(self) -> Fraction:
         """The suite's total points: as set, else the oracle's default."""
         if self.settings.max_score is not None:
             return self.settings.max_score
-        return self.oracle.default_max_score
+        return on_grid(Fraction(self.oracle.default_max_score))
 
     @property
     def expected(self) -> Callable[[Case], Any]:
@@ -236,10 +244,23 @@ class GradingSession:
             lines += [f"{printed.sentence().capitalize()}; they follow.", printed.text]
         return "\n".join(lines)
 
+    def final_results(self) -> Mapping[str, Any]:
+        """The grading's final result, made once from the scores recorded so far: valid
+        Gradescope results, or a grader-failure record (never a score) when the grader
+        could not build them."""
+        if self.final is None:
+            self.final = self.results_document()
+        return self.final
+
+    @property
+    def grader_failure(self) -> str | None:
+        """Why the grader failed, once the final result says it did (else None)."""
+        return grader_failure(self.final) if self.final is not None else None
+
     def write_results(self, path: Path) -> Mapping[str, Any]:
-        """Write Gradescope results for the scores recorded so far: validated, atomically,
-        and if building them fails, the fallback with every test at 0. Returns them."""
-        document = self.results_document()
+        """Write the final result (:meth:`final_results`) atomically, into the space held
+        for it. Returns it."""
+        document = self.final_results()
         reservation, self.reservation = self.reservation, None
         try:
             write_json_atomically(path, document, reservation=reservation)
@@ -250,6 +271,9 @@ class GradingSession:
 
     def results_document(self) -> Mapping[str, Any]:
         """The Gradescope results :meth:`write_results` writes, without writing them."""
+        if self.failures:
+            return grader_failure_results("; ".join(dict.fromkeys(self.failures)),
+                                          execution_time_s=time.monotonic() - self.started)
         scores = list(self.scores.values())
         partial = partial_run(scores)
         summary = self.summary() if partial is None else f"{partial}\n{self.summary()}"
@@ -263,12 +287,15 @@ class GradingSession:
                        "versions": grading_versions(),
                        **({"partial_run": partial} if partial is not None else {}),
                        **submission_extra(self.settings.submission_metadata)})
-        except Exception as error:  # the grader's own failure must still leave valid results
-            document = fallback_results(scores, f"{type(error).__name__}: {error}")
-        return validated_results(document, scores)
+        except Exception as error:  # the grader's own failure: said as such, never a score
+            document = grader_failure_results(
+                f"building the results failed: {type(error).__name__}: {error}",
+                execution_time_s=time.monotonic() - self.started)
+        return validated_results(document)
 
     def write_classroom(self, path: Path) -> None:
-        """Write the GitHub Classroom runner results for the scores recorded so far."""
+        """Write the GitHub Classroom runner results of the final result."""
         document = classroom_results(list(self.scores.values()),
-                                     import_error=self.import_error)
+                                     import_error=self.import_error,
+                                     grader_failure=self.grader_failure)
         write_json_atomically(path, document)

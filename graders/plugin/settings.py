@@ -6,10 +6,12 @@ import argparse
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from graders.grading.compare import DEFAULT_ABS_TOL, DEFAULT_REL_TOL, Tolerance
+from graders.grading.scoring import exact_points
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER, Limits
 
 
@@ -32,6 +34,15 @@ def positive_float(text: str) -> float:
 def non_negative_float(text: str) -> float:
     """An argparse type: a finite number >= 0."""
     return _finite(text, zero_allowed=True)
+
+
+def points_total(text: str) -> Fraction:
+    """An argparse type: a total of points, exact (see
+    :func:`graders.grading.scoring.exact_points`)."""
+    try:
+        return exact_points(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def positive_int(text: str) -> int:
@@ -84,9 +95,10 @@ OPTIONS: tuple[Option, ...] = (
            "write a Gradescope results.json to this path", "PATH"),
     Option("tracks", "--grader-tracks", str, None,
            "folder of track TOML files (default: the tracks/ folder of the grader)", "DIR"),
-    Option("max_score", "--grader-max-score", positive_float, None,
+    Option("max_score", "--grader-max-score", points_total, None,
            "total points of the suite; marker points are scaled to it (default 100, or the "
-           "visible points a student bundle's golden file records)", "POINTS"),
+           "visible points a student bundle's golden file records); at most 6 decimals",
+           "POINTS"),
     Option("rel_tol", "--grader-rel-tol", non_negative_float, DEFAULT_REL_TOL,
            f"relative tolerance for real numbers (default {DEFAULT_REL_TOL:g})", "REL"),
     Option("abs_tol", "--grader-abs-tol", non_negative_float, DEFAULT_ABS_TOL,
@@ -127,7 +139,7 @@ class Settings:
     student: Path | None
     results: Path | None
     tracks: Path | None
-    max_score: float | None
+    max_score: Fraction | None
     tolerance: Tolerance
     limits: Limits
     examples: int

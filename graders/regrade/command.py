@@ -30,8 +30,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from graders.errors import GraderError, SubmissionError
-from graders.plugin.settings import flag_value, positive_float
+from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
+from graders.plugin.settings import flag_value, points_total
 from graders.regrade.classpage import PAGE_NAME, build_class_page
 from graders.regrade.classview import (
     cluster_rows,
@@ -123,9 +123,19 @@ def run_regrade(args: argparse.Namespace) -> int:
     written = write_outputs(out, entries, histogram=not args.no_histogram, names=args.names,
                             catalogue=catalogue)
     _summary(entries, len(pending), time.monotonic() - started, written, closed)
+    unfinished = [entry for entry in entries if entry.status in RETRIED]
+    if unfinished:  # never a silent success: these have no score yet
+        sys.stderr.write(f"graders: error: {len(unfinished)} of {len(entries)} submissions "
+                         "have no score: the grader failed or ran out of time on them (their "
+                         "reasons are above); run the same command again to grade them "
+                         "again\n")
+        return GRADER_FAILED_EXIT
     return 0
 
 
+#: Statuses of a submission whose grading did not complete through no fault of its own:
+#: it has no score, and the next run grades it again.
+RETRIED = ("grader_failed", "timed_out", "missing")
 #: Why a regrade run as root closes the class's folders (said on stderr and in the summary).
 CLOSED_WHY = ("so that student code, run as a sandbox user, cannot read the class's "
               "submissions or results")
@@ -137,7 +147,7 @@ def _close_class_folders(root: Path, out: Path) -> list[str]:
     lines that say what was changed, and how to undo it."""
     if not running_as_root():
         return []
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o755, parents=True, exist_ok=True)
     opened = [(path, path.stat().st_mode & 0o777) for path in (root, out)
               if path.stat().st_mode & 0o007]
     close_to_others([path for path, _ in opened])
@@ -158,7 +168,7 @@ def grade_options(args: argparse.Namespace) -> list[str]:
         load_tracks(args.tracks)
         options += ["--tracks", str(Path(args.tracks).resolve())]
     if args.max_score is not None:
-        flag_value("--max-score", args.max_score, positive_float)
+        flag_value("--max-score", args.max_score, points_total)
         options += ["--max-score", args.max_score]
     return options
 
@@ -244,7 +254,7 @@ def _work_folders(out: Path) -> tuple[Path, Path]:
                     report_problems(remove_tree(entry), what="removing an abandoned regrade")
     work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     work.chmod(0o711)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o755, parents=True, exist_ok=True)
     private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=out))
     return work, private
 
@@ -271,6 +281,9 @@ def _graded(submission: ClassSubmission, context: JobContext, *, due: str = ""
     folder = context.folder(submission)
     record, results = read_record(folder), read_valid_results(folder / RESULTS_NAME)
     times = {"created_at": submission.created_at, "due": submission.due or due}
+    if record is not None and record.status in RETRIED:  # no score, and the reason why
+        return GradedSubmission(submission.id, submission.submitters or record.submitters,
+                                record.status, record.reason, {}, **times)
     if record is None or results is None:
         return GradedSubmission(submission.id, submission.submitters, "missing",
                                 "no results: its grading did not finish", {}, **times)

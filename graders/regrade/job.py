@@ -13,6 +13,7 @@ Student code never runs in the regrade process, nor in the grading process.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -23,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import graders
-from graders.errors import SubmissionError
+from graders.errors import BELOW_FAIL_UNDER_EXIT, SubmissionError
 from graders.regrade.roster import ClassSubmission, submission_file
 from graders.regrade.server import GradingProcess
 from graders.regrade.slots import Slot
 from graders.regrade.state import RESULTS_NAME, JobRecord, sha256, write_record
 from graders.results.reports import (
-    fallback_results,
+    grader_failure,
+    grader_failure_results,
     read_valid_results,
+    unusable_submission_results,
     write_json_atomically,
     write_results,
 )
@@ -142,7 +145,7 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     except SubmissionError as error:
         reason = str(error).replace(str(submission.path.parent) + os.sep, "")
         return _store(context, submission, folder, "rejected", reason, "", started, None,
-                      fallback_results([], f"the submission was not graded: {reason}"))
+                      unusable_submission_results(reason))
     grading = context.grading_process(slot)
     slot.clean(spare=_pids(grading))
     private = slot.private  # root's alone, in OUT: no sandbox user reads or fills these
@@ -160,9 +163,10 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
         slot.clean()
         return None
     document = read_valid_results(results)
-    status, reason = _outcome(code, timed_out, document, log, context.timeout_s)
-    if document is None or timed_out:
-        document = fallback_results([], reason)
+    status, reason = _outcome(code, timed_out, document, _recorded_failure(results), log,
+                              context.timeout_s)
+    if status != "graded" or document is None:
+        document = grader_failure_results(reason)
     _keep_log_tail(log, folder / LOG_NAME)
     _keep_page(page if context.pages and not timed_out else None, folder / PAGE_NAME)
     slot.clean(spare=_pids(grading))
@@ -174,19 +178,27 @@ def _pids(grading: GradingProcess) -> tuple[int, ...]:
     return (grading.pid,) if grading.pid is not None else ()
 
 
-def _outcome(code: int | None, timed_out: bool, document: dict[str, Any] | None, log: Path,
-             timeout_s: float) -> tuple[str, str]:
-    """(status, reason) of a finished job."""
+def _outcome(code: int | None, timed_out: bool, document: dict[str, Any] | None,
+             failure: str | None, log: Path, timeout_s: float) -> tuple[str, str]:
+    """(status, reason) of a finished job: "graded" only for a grading that completed (exit
+    code 0, or 3 for a score under --fail-under) with valid results."""
     if timed_out:
         return "timed_out", f"grading took longer than {timeout_s:g} s and was stopped"
-    if code == 0 and document is not None:
+    if code in (0, BELOW_FAIL_UNDER_EXIT) and document is not None:
         return "graded", ""
-    extra = document.get("extra_data") if document else None
-    if isinstance(extra, dict) and extra.get("grader_error"):
-        return "grader_failed", str(extra["grader_error"])
+    if failure is not None:
+        return "grader_failed", failure
     last = _last_line(log)
     return "grader_failed", f"graders grade exited with code {code}" + \
         (f": {last}" if last else "")
+
+
+def _recorded_failure(results: Path) -> str | None:
+    """The reason of the grader-failure record at ``results``, if that is what it holds."""
+    try:
+        return grader_failure(json.loads(results.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
 
 
 def _last_line(log: Path) -> str:

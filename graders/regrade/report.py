@@ -19,6 +19,8 @@ from graders.results.reports import result_tags
 SCHEMA_VERSION = 1
 #: Statuses of a submission in a regrade; only "graded" ones have a full list of tests.
 GRADED = "graded"
+#: Statuses with a score: graded, and rejected (no usable serving.py earns 0).
+SCORED = (GRADED, "rejected")
 #: Failure messages listed in the report.
 TOP_FAILURES = 20
 HISTOGRAM_BINS = 10
@@ -115,7 +117,8 @@ def grade_table(entries: Sequence[GradedSubmission]) -> list[list[str]]:
             rows.append([
                 *(for_csv_cell(text) for text in (
                     entry.id, person.name, person.sid, person.email, entry.status)),
-                _number(entry.score),
+                # a grader failure or a time-out has no score: an empty cell, never a 0
+                _number(entry.score) if entry.status in SCORED else "",
                 "" if maximum is None else _number(maximum),
                 for_csv_cell(group), late, days,
                 *(_number(points[name]) if name in points else "" for name in functions),

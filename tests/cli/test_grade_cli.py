@@ -187,8 +187,9 @@ def test_a_symlinked_serving_py_is_a_usage_error(tmp_path: Path, name_the_link: 
 
 @pytest.mark.parametrize(
     ("value", "fragment"),
-    [("-3", "must be a finite number > 0, got '-3'"), ("abc", "expected a number, got 'abc'"),
-     ("0", "> 0"), ("nan", "finite"), ("inf", "finite")],
+    [("-3", "must be a number > 0 and <= 1,000,000, got '-3'"),
+     ("abc", "expected a number, got 'abc'"), ("0", "> 0"), ("nan", "expected a number"),
+     ("inf", "expected a number"), ("12.1234567", "must have at most 6 decimals")],
 )
 def test_a_bad_max_score_is_a_usage_error(value: str, fragment: str) -> None:
     assert_usage_error(graders("grade", CORRECT, f"--max-score={value}"), "--max-score",

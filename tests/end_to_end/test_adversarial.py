@@ -75,7 +75,7 @@ CHANGING = "changing_answers"
 CHANGING_AGAIN = "changing_answers (again)"
 #: The shadow modules graded from inside their own folder (cwd = the submission), with the
 #: console script. (``python -m graders`` from there would import the folder's own
-#: ``graders/`` package: see the README.)
+#: ``graders/`` package: see docs/security.md.)
 SHADOWS = "bundled_shadow_modules"
 SHADOWS_INSIDE = "bundled_shadow_modules (graded from inside)"
 ANY = None

@@ -141,8 +141,9 @@ def test_the_max_score_ini_key_scales_every_test(pytester: pytest.Pytester) -> N
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--grader-max-score", "-5", "must be a finite number > 0"),
+        ("--grader-max-score", "-5", "must be a number > 0 and <= 1,000,000"),
         ("--grader-max-score", "many", "expected a number"),
+        ("--grader-max-score", "33.3333333", "must have at most 6 decimals"),
         ("--grader-rel-tol", "-1e-3", "must be a finite number >= 0"),
         ("--grader-abs-tol", "nan", "must be a finite number >= 0"),
         ("--grader-timeout", "0", "must be a finite number > 0"),

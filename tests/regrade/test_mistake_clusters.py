@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from graders.regrade.classpage import build_class_page
-from graders.regrade.classview import anonymous_label, cluster_rows, label_key, with_classes
+from graders.regrade.classview import (
+    anonymous_label,
+    cluster_rows,
+    label_key,
+    student_rows,
+    with_classes,
+)
 from graders.regrade.clusters import cluster, signature
 from graders.regrade.mistakes import load_catalogue
 from graders.regrade.report import GradedSubmission, class_report, markdown
@@ -222,3 +228,11 @@ def test_report_md_lists_the_clusters_largest_first() -> None:
     assert "## Mistake clusters" in text
     assert f"| 3 | 50% | batching_tax | {found[0].label} | 8 % more per doubling of the " \
            f"batch | {anonymous_label(b'k', 'ann')} |" in text
+
+
+def test_a_grader_failure_has_no_score_on_the_class_page() -> None:
+    rows = student_rows(CLASS, set())
+    assert rows[-1] == {"submission": "gus", "names": "", "status": "grader_failed",
+                        "score": None}
+    page = build_class_page(with_classes(class_report(CLASS), [], rows), names=True)
+    assert "<td>gus</td><td></td><td>grader_failed</td><td>no score</td>" in page

@@ -30,7 +30,7 @@ import pytest
 from helpers import ADVERSARIAL, CORPUS, CORPUS_EXPECTED, REPO, processes_marked
 
 from graders import cli
-from graders.errors import SubmissionError
+from graders.errors import GRADER_FAILED_EXIT, SubmissionError
 from graders.regrade.job import child_environment, grade_arguments, passed_fds
 from graders.regrade.progress import Progress
 from graders.regrade.report import (
@@ -234,7 +234,8 @@ def test_the_grade_sheet_has_the_score_and_points_per_function_of_everyone() -> 
         ["ann", "Ann", "a", "", "graded", "5.0", "5.0", "", "", "", "3.0", "2.0"],
         ["ben", "Ben", "b", "", "graded", "3.5", "5.0", "", "", "", "1.5", "2.0"],
         ["cat", "Cat", "c", "", "graded", "0.0", "5.0", "", "", "", "0.0", "0.0"],
-        ["dan", "", "", "", "timed_out", "0.0", "5.0", "", "", "", "", ""],
+        # a grading that did not complete has no score: an empty cell, never a 0
+        ["dan", "", "", "", "timed_out", "", "5.0", "", "", "", "", ""],
     ]
 
 
@@ -461,7 +462,8 @@ def run_cli(*args: str | Path, cwd: Path | None = None,
 @pytest.mark.parametrize(("arguments", "fragment"), [
     (["--jobs", "0"], "argument --jobs: must be >= 1"),
     (["--timeout", "-1"], "argument --timeout: must be a finite number > 0"),
-    (["--max-score", "nan"], "--max-score must be a finite number > 0"),
+    (["--max-score", "nan"], "--max-score expected a number"),
+    (["--max-score", "1.0000001"], "--max-score must have at most 6 decimals"),
     (["--due", "tomorrow"], "--due 'tomorrow' is not a time: give e.g."),
     (["--mistakes", "/nonexistent/course.toml"], "--mistakes '/nonexistent/course.toml' "
                                                  "cannot be read"),
@@ -778,7 +780,7 @@ def test_a_second_run_skips_everything_and_a_changed_submission_or_force_regrade
 
 
 @pytest.mark.slow
-def test_a_submission_past_the_timeout_is_stopped_with_fallback_results(base: Path) -> None:
+def test_a_submission_past_the_timeout_is_stopped_with_no_score_and_retried(base: Path) -> None:
     home = base / "timeout"
     (home / "class").mkdir(parents=True)
     (home / "tmp").mkdir()
@@ -786,15 +788,75 @@ def test_a_submission_past_the_timeout_is_stopped_with_fallback_results(base: Pa
         folder.chmod(0o755)
     shutil.copytree(ADVERSARIAL / "hang_everywhere", home / "class" / "hangs")
     run = regrade(home, "--timeout", "10", "--no-histogram")
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == GRADER_FAILED_EXIT, run.stderr[-3000:]
+    assert "1 of 1 submissions have no score" in run.stderr
     assert run.elapsed_s < 10 + 30
     assert run.rows["hangs"]["status"] == "timed_out"
+    assert run.rows["hangs"]["score"] == ""  # no score, never a 0
     results = json.loads((home / "out" / "submissions" / "hangs" / "results.json")
                          .read_text(encoding="utf-8"))
-    assert results["score"] == 0
-    assert "grading took longer than 10 s and was stopped" in results["output"]
+    assert results["grader_failed"] is True
+    assert "score" not in results
+    assert "grading took longer than 10 s and was stopped" in results["reason"]
     assert "not graded: hangs (timed_out)" in run.stdout
     assert survivors(str(home)) == []
+
+
+#: A ``sitecustomize`` that breaks the grader while FLAG exists: every results document it
+#: builds is found invalid (a bug of the grader, as far as a grading can tell).
+BROKEN_GRADER = """
+import os
+import graders.results.reports as reports
+
+_problems = reports.gradescope_problems
+
+
+def gradescope_problems(document):
+    if os.path.exists({flag!r}) and isinstance(document, dict) and "tests" in document:
+        return ["injected: the grader is broken"]
+    return _problems(document)
+
+
+reports.gradescope_problems = gradescope_problems
+"""
+
+
+@pytest.mark.slow
+def test_a_grader_failure_is_never_a_score_and_the_next_run_grades_it_again(
+        base: Path) -> None:
+    home = base / "broken"
+    (home / "class" / "ann").mkdir(parents=True)
+    (home / "tmp").mkdir()
+    for folder in (home, home / "tmp"):
+        folder.chmod(0o755)
+    shutil.copy(CORPUS / "correct" / "serving.py", home / "class" / "ann" / "serving.py")
+    flag, site = home / "broken.flag", home / "site"
+    flag.touch()
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BROKEN_GRADER.format(flag=str(flag)),
+                                           encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(TMPDIR=str(home / "tmp"), PYTHONPATH=str(site))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return run_cli("regrade", home / "class", "--out", home / "out", "--no-histogram",
+                       cwd=home, env=env)
+
+    broken = run()
+    assert broken.returncode == GRADER_FAILED_EXIT, broken.stderr[-3000:]
+    rows = list(csv.DictReader(io.StringIO((home / "out" / "grades.csv").read_text("utf-8"))))
+    assert [(row["status"], row["score"]) for row in rows] == [("grader_failed", "")]
+    results = json.loads((home / "out" / "submissions" / "ann" / "results.json")
+                         .read_text(encoding="utf-8"))
+    assert results["grader_failed"] is True
+    assert "score" not in results
+    assert "injected: the grader is broken" in results["reason"]
+    flag.unlink()  # the grader is fixed: the same command grades it again, not "up to date"
+    fixed = run()
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert "1 processed now, 0 up to date" in fixed.stdout
+    rows = list(csv.DictReader(io.StringIO((home / "out" / "grades.csv").read_text("utf-8"))))
+    assert [(row["status"], row["score"]) for row in rows] == [("graded", "100.0")]
 
 
 def test_the_same_failure_of_two_functions_makes_two_groups_each_with_its_hint() -> None:
