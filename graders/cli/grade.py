@@ -30,6 +30,7 @@ from graders.errors import (
     BELOW_FAIL_UNDER_EXIT,
     GRADER_FAILED_EXIT,
     GRADER_FAILURE_ADVICE,
+    GraderError,
     SettingsError,
     SubmissionError,
 )
@@ -46,10 +47,12 @@ from graders.results.files import (
 from graders.results.reports import (
     grader_failure,
     grader_failure_results,
+    interrupted_results,
     read_valid_results,
     unusable_submission_results,
     write_results,
 )
+from graders.sandbox.interrupts import Interruption, interruptible
 from graders.sandbox.submission import locate_submission, read_submission
 
 #: pytest exit codes after which grading completed, whatever the score.
@@ -57,6 +60,9 @@ COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 GRADER_FAILED = GRADER_FAILED_EXIT
 USAGE_ERROR = 2
 BELOW_FAIL_UNDER = BELOW_FAIL_UNDER_EXIT
+#: 128 + the signal's number, the shell's convention.
+INTERRUPTED_SIGINT = 130
+INTERRUPTED_SIGTERM = 143
 #: The exit-code policy of ``graders grade``, for CI pipelines and docs/course-staff.md.
 EXIT_CODES = {
     0: "grading completed (whatever the score, unless --fail-under says otherwise)",
@@ -66,6 +72,10 @@ EXIT_CODES = {
     BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
     GRADER_FAILED: "the grader itself failed: no score; --results holds a grader-failure "
                    "record (no score, the reason) and stderr one line saying what failed",
+    INTERRUPTED_SIGINT: "the grading was interrupted by SIGINT (Ctrl-C): its workers were "
+                        "stopped and its folders removed; no score: --results holds a "
+                        "grader-failure record whose extra_data.interrupted names the signal",
+    INTERRUPTED_SIGTERM: "the same, for SIGTERM",
 }
 
 
@@ -152,6 +162,28 @@ def run_grade(args: argparse.Namespace) -> int:
     for name, _ in OUTPUTS:  # only this run may leave these behind
         if getattr(args, name):
             remove_output(getattr(args, name))
+    results = Path(args.results) if args.results else None
+    targets = {name: getattr(args, name) for name in INSTALLED}
+    interruption = Interruption()
+    try:
+        with interruptible() as interruption:
+            return _grade(args, submission, fail_under, github_output)
+    except GraderError:
+        raise
+    except KeyboardInterrupt as error:  # SIGINT or SIGTERM: the run cleaned up on its way out
+        name = interruption.name(error)
+        sys.stderr.write(f"graders: the grading was interrupted by {name}: no score\n")
+        _report_no_score(interrupted_results(name), args, targets)
+        return interruption.exit_code(error)
+    except Exception as error:  # noqa: BLE001 - the guard: whatever failed, no score
+        recorded = _recorded_failure(results) if results is not None else None
+        _report_grader_failure(recorded or f"{type(error).__name__}: {error}", args, targets)
+        return GRADER_FAILED
+
+
+def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
+           github_output: Path | None) -> int:
+    """The grading run itself: pytest in a private scratch folder, the outputs installed."""
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
             _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                          # Hypothesis keeps no examples (database=None), but would still
@@ -166,6 +198,8 @@ def run_grade(args: argparse.Namespace) -> int:
         code = pytest.main(pytest_arguments(args, workdir, submission.resolve()))
         if code == pytest.ExitCode.USAGE_ERROR:
             return USAGE_ERROR
+        if code == pytest.ExitCode.INTERRUPTED:  # before the plugin's hooks could say so
+            raise KeyboardInterrupt
         results = Path(args.results) if args.results else None
         document = read_valid_results(results) if results is not None else None
         failure = _grader_failure(code, results, document)
@@ -215,7 +249,14 @@ def _report_grader_failure(reason: str, args: argparse.Namespace,
     JUnit file holds one errored test, the page says the grader failed; pytest's json
     report, written by pytest itself, records the exit code)."""
     sys.stderr.write(f"graders: error: the grader failed: {reason}; {GRADER_FAILURE_ADVICE}\n")
-    record = grader_failure_results(reason)
+    _report_no_score(grader_failure_results(reason), args, targets)
+
+
+def _report_no_score(record: dict[str, Any], args: argparse.Namespace,
+                     targets: dict[str, str | None]) -> None:
+    """Write a record that gives no score (a grader failure, an interruption) at --results,
+    and outputs that show no score at the other paths."""
+    reason = grader_failure(record) or "the grader failed"
     if args.results:
         write_results(Path(args.results), record)
     if args.classroom:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from graders.expected.oracle import Oracle, ReferenceOracle, choose_oracle
 from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases
-from graders.grading.checks import failed_call_message
+from graders.grading.checks import failed_call_message, missed_case
 from graders.grading.compare import compare
 from graders.grading.credit import (
     FunctionEvidence,
@@ -33,6 +33,7 @@ from graders.results.reports import (
     validated_results,
     write_json_atomically,
 )
+from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.privileges import (
     claim_sandbox_user,
     close_to_others,
@@ -71,6 +72,11 @@ class GradingSession:
     cases_by_function: dict[str, list[Case]] = field(default_factory=dict)
     #: The worker of the hidden tests, started after every visible call was made.
     hidden_runner: StudentRunner | None = None
+    #: What the submission printed during the visible tests of each function (a
+    #: function's first test asks all of its visible cases at once), by function.
+    printed: dict[str, str] = field(default_factory=dict)
+    #: Each failed visible test's feedback with nothing cut, by node id (the HTML page).
+    full_outputs: dict[str, str] = field(default_factory=dict)
     #: The HTML report's curves, measured before the visible worker stops.
     feedback: FeedbackReport | None = None
     visible_finished: bool = False
@@ -112,11 +118,13 @@ class GradingSession:
         submission = read_submission(locate_submission(settings.student))
         # the results' disk space is held before any student code runs: a submission
         # that fills the disk cannot keep them from being written
-        reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
-            if settings.results is not None else None
+        reservation = None
         sandbox = None
         runner = None
         try:
+            with deferred_signals():  # made and held here, or not made
+                reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
+                    if settings.results is not None else None
             if running_as_root():
                 sandbox = claim_sandbox_user(settings.sandbox_user)  # this grading's alone
                 close_to_others(protected_folders())
@@ -147,12 +155,22 @@ class GradingSession:
         """Stop both workers, then give the sandbox user back (the hidden worker reuses
         the visible one's user, so only the session may release it). The hidden worker,
         the one that may still run, is stopped first: the visible runner's sweep of the
-        user then finds nothing left to kill."""
-        if self.hidden_runner is not None:
-            self.hidden_runner.close()
-        self.runner.close()
-        if self.runner.sandbox is not None:
-            self.runner.sandbox.release()
+        user then finds nothing left to kill. Safe to call again."""
+        with deferred_signals():
+            if self.hidden_runner is not None:
+                self.hidden_runner.close()
+            self.runner.close()
+            if self.runner.sandbox is not None:
+                self.runner.sandbox.release()
+
+    def end(self) -> None:
+        """:meth:`close`, and give back the results' reserved space if no results were
+        written into it (the run's very end: whatever happened, nothing is left)."""
+        with deferred_signals():
+            self.close()
+            reservation, self.reservation = self.reservation, None
+            if reservation is not None:
+                reservation.release()
 
     def case_outcome(self, case: Case, *, hidden: bool) -> CallOutcome:
         """The student's answer to ``case``, asked once per run: hidden cases in the hidden
@@ -190,14 +208,16 @@ class GradingSession:
             for case, outcome in zip(cases, self._visible_outcomes(cases), strict=True):
                 expected = self.oracle.expected(case)
                 inputs = [*case.args, *case.kwargs.values()]
-                passed = outcome.ok and not self._differences(expected, outcome.value)
+                differences = self._differences(expected, outcome.value) if outcome.ok else []
+                passed = outcome.ok and not differences
                 right = nontrivial_matches(
                     expected, outcome.value, inputs,
                     lambda wanted, got: not self._differences(wanted, got)) if outcome.ok else 0
                 evidence.record(expected=expected, answer=outcome.value,
                                 answered=outcome.ok, passed=passed, values_right=right,
                                 failure=failed_call_message(outcome),
-                                trivial=is_trivial(expected, inputs))
+                                trivial=is_trivial(expected, inputs),
+                                miss="" if passed else missed_case(case, outcome, differences))
             self.evidences[function] = evidence
         return self.evidences[function]
 
@@ -241,7 +261,8 @@ class GradingSession:
             lines = ["Graded by the serving-lab grader. Each test lists its failed cases."]
         printed = self.runner.output_summary()
         if printed.total_bytes:
-            lines += [f"{printed.sentence().capitalize()}; they follow.", printed.text]
+            sentence = printed.sentence()
+            lines += [f"{sentence[:1].upper()}{sentence[1:]}; they follow.", printed.text]
         return "\n".join(lines)
 
     def final_results(self) -> Mapping[str, Any]:
@@ -268,6 +289,14 @@ class GradingSession:
             if reservation is not None:
                 reservation.release()
         return document
+
+    def page_document(self, document: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``document`` (the results) with each failed visible test's feedback uncut, for
+        the HTML page, where space is not scarce."""
+        tests = [{**test, "output": self.full_outputs.get(
+                    str(test.get("extra_data", {}).get("nodeid")), test.get("output", ""))}
+                 for test in document.get("tests", [])]
+        return {**document, "tests": tests}
 
     def results_document(self) -> Mapping[str, Any]:
         """The Gradescope results :meth:`write_results` writes, without writing them."""

@@ -137,6 +137,8 @@ def run_regrade(args: argparse.Namespace) -> int:
 #: Statuses of a submission whose grading did not complete through no fault of its own:
 #: it has no score, and the next run grades it again.
 RETRIED = ("grader_failed", "timed_out", "missing")
+
+
 #: Why a regrade run as root closes the class's folders (said on stderr and in the summary).
 CLOSED_WHY = ("so that student code, run as a sandbox user, cannot read the class's "
               "submissions or results")

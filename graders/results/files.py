@@ -276,10 +276,14 @@ class Reservation:
         self._folder = _open_folder(Path(os.path.realpath(self.target.parent)))
         self._temporary, self._handle = _create_temporary(self._folder, self.target.name)
         try:
-            os.posix_fallocate(self._handle, 0, size)
-        except OSError:  # no fallocate on this file system: allocate by writing zeros
-            os.pwrite(self._handle, bytes(size), 0)
-        os.fsync(self._handle)
+            try:
+                os.posix_fallocate(self._handle, 0, size)
+            except OSError:  # no fallocate on this file system: allocate by writing zeros
+                os.pwrite(self._handle, bytes(size), 0)
+            os.fsync(self._handle)
+        except BaseException:  # no space to hold (or interrupted): nothing left behind
+            self.release()
+            raise
 
     def write(self, data: bytes, *, mode: int = 0o644) -> bool:
         """Write ``data`` into the reserved space and rename it over the target; False

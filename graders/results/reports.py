@@ -189,6 +189,23 @@ def grader_failure(document: Any) -> str | None:
     return None
 
 
+def interrupted_results(signal_name: str) -> dict[str, Any]:
+    """The record a grading stopped by a signal leaves: a grader-failure record (no score:
+    graded again, as a grader failure is), whose ``extra_data.interrupted`` names the
+    signal."""
+    return grader_failure_results(f"the grading was interrupted by {signal_name}",
+                                  extra={"interrupted": signal_name})
+
+
+def interrupted_by_signal(document: Any) -> str | None:
+    """The signal named by an :func:`interrupted_results` record, else None."""
+    if grader_failure(document) is None:
+        return None
+    extra = document.get("extra_data")
+    signal_name = extra.get("interrupted") if isinstance(extra, Mapping) else None
+    return str(signal_name) if signal_name is not None else None
+
+
 def unusable_submission_results(reason: str) -> dict[str, Any]:
     """Results for a submission with no usable ``serving.py``: 0 points, and why."""
     return gradescope_results(
@@ -264,6 +281,11 @@ def partial_run(scores: Sequence[TestScore]) -> str | None:
             "with no selection for your score")
 
 
+#: The track table's title: it sums the per-track tests only, so it adds up to less than
+#: the total.
+TRACK_TABLE_TITLE = "track (per-track tests only)"
+
+
 def score_table(scores: Sequence[TestScore], *, grader_failure: str | None = None
                 ) -> list[str]:
     """The terminal table: score by function, then by track, then the total (or, when
@@ -276,7 +298,7 @@ def score_table(scores: Sequence[TestScore], *, grader_failure: str | None = Non
     partial = partial_run(scores)
     points = written_points(scores)
     lines: list[str] = []
-    for key, title in (("function", "function"), ("track", "track")):
+    for key, title in (("function", "function"), ("track", TRACK_TABLE_TITLE)):
         rows = _rows(scores, points, key)
         if not rows:
             continue

@@ -536,7 +536,9 @@ def test_submissions_that_cannot_be_read_are_listed_as_rejected_with_no_points(
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     reasons = {row["submission"]: row["reason"] for row in report["not_graded"]}
     assert reasons == {
-        "empty": "serving.py not found in submission folder 'empty' or its subfolders",
+        "empty": "serving.py not found in submission folder 'empty' or its subfolders "
+                 "(found no .py file); submit one file named serving.py, or one .py file "
+                 "whose name starts with 'serving'",
         "huge": "submission 'huge.py' is 1000001 bytes; the limit is 1000000 bytes",
         "linked": "submission 'linked' is a symbolic link; submit serving.py itself",
         "two": "2 serving.py files in submission folder 'two' (a/serving.py, b/serving.py); "
