@@ -236,3 +236,17 @@ def test_a_grader_failure_has_no_score_on_the_class_page() -> None:
                         "score": None}
     page = build_class_page(with_classes(class_report(CLASS), [], rows), names=True)
     assert "<td>gus</td><td></td><td>grader_failed</td><td>no score</td>" in page
+
+
+def test_a_knock_on_cluster_names_the_function_to_fix_first() -> None:
+    test = batching_test("iphone", math.log10)
+    test["output"] += ("\nyour batching_tax uses your queueing_latency, which is wrong for "
+                       "these inputs: fix queueing_latency first")
+    [found] = cluster([submission("kay", test)], load_catalogue())
+    assert (found.mistake, found.label) == (
+        "", "knock-on of a wrong queueing_latency: fix it first")
+    queueing = hidden_error("OverflowError")
+    queueing["tags"] = ["queueing_latency"]
+    [found] = cluster([submission("lou", queueing)], load_catalogue())
+    assert found.label == ("knock-on of textbook Erlang C (factorials and a ** c), which "
+                           "overflows on large fleets (in erlang_c)")
