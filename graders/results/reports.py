@@ -37,9 +37,12 @@ def _plain(value: Any) -> Any:
 
 
 def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
-                       output: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                       output: str, extra: Mapping[str, Any] | None = None,
+                       output_html: str | None = None) -> dict[str, Any]:
     """A results.json document in Gradescope's format, score clamped to [0, max]; every
-    text escaped for :data:`OUTPUT_FORMAT`, which each output and name declares."""
+    text escaped for :data:`OUTPUT_FORMAT`, which each output and name declares, but the
+    top-level output when ``output_html`` (HTML whose every text is already escaped, see
+    :mod:`graders.results.essentials`) replaces it in the ``html`` format."""
     earned, maximum = total(scores)
     earned = min(max(earned, Fraction(0)), maximum)
     tests = []
@@ -62,8 +65,9 @@ def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
     return {
         "score": rounded(earned),
         "execution_time": round(execution_time_s, 3),
-        "output": for_gradescope(output, OUTPUT_FORMAT),
-        "output_format": OUTPUT_FORMAT,
+        "output": for_gradescope(output, OUTPUT_FORMAT) if output_html is None
+        else output_html,
+        "output_format": OUTPUT_FORMAT if output_html is None else "html",
         "test_output_format": OUTPUT_FORMAT,
         "test_name_format": OUTPUT_FORMAT,
         "stdout_visibility": "hidden",
