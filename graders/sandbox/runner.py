@@ -53,6 +53,7 @@ from graders.sandbox.confinement import (
 )
 from graders.sandbox.containment import Containment, contain
 from graders.sandbox.interrupts import deferred_signals
+from graders.sandbox.limits import MAX_WAIT_S
 from graders.sandbox.limits import Limits as Limits  # part of the runner's interface
 from graders.sandbox.privileges import (
     TOKEN_VARIABLE,
@@ -156,9 +157,6 @@ IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES
 #: Seconds the portable path waits, after a worker is killed, for its output thread to
 #: take in what the worker wrote before it died.
 OUTPUT_JOIN_S = 1.0
-#: The longest single wait (in a selector or a queue): a longer deadline is waited for in
-#: several of them, since an epoll timeout, for one, overflows past 2**31 - 1 ms.
-MAX_WAIT_S = 3600.0
 #: The deepest nesting of lists and objects a reply may hold. An honest reply is a few
 #: levels deep (the worker cuts values at depth 3); a deeper one is a bad reply, never
 #: data the grader walks through recursively.
