@@ -12,6 +12,13 @@ buffer, and whatever the submission writes to stdout or stderr goes into a pipe 
 runner drains into a bounded :class:`OutputSink` (the first part kept for feedback, the
 rest counted and dropped), so that output never fails a call or changes a score.
 
+No reply can break the protocol: a line that is not JSON, for whatever reason, or that
+nests deeper than :data:`MAX_REPLY_DEPTH`, is a bad reply for its call (:func:`parse_reply`).
+Every read and write has a deadline: requests are never written in a way that waits (a
+non-blocking pipe whose backlog is written while a reply is awaited, under its deadline;
+a writer thread on the portable path), and every wait is cut into slices of at most
+:data:`MAX_WAIT_S`, so that any deadline, however long, can be waited for.
+
 Where the hardened path is unavailable (Windows, macOS, or a system without the POSIX-only
 modules or /proc: see :mod:`graders.sandbox.platforms`), the same runner takes its portable
 path: the worker's stdout and stderr are plain pipes read by two threads (the replies into
