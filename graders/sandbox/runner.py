@@ -685,7 +685,7 @@ class StudentRunner:
             )
             worker = self._read_in_threads(process)
             # before the worker reads its first request: nothing of the student's runs yet
-            worker.containment = contain(process.pid, self.limits.address_space_bytes)
+            worker.containment = contain(process, self.limits.address_space_bytes)
             worker.requests = self._write_in_thread(process)
         else:
             with open(self._log_path, "ab") as log:
