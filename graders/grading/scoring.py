@@ -64,17 +64,21 @@ class TestScore:
     passed_cases: int = 0
     total_cases: int = 0
     output: str = ""
+    #: The first failed cases' values (:func:`graders.grading.checks.kept_case`).
+    failed_cases: tuple[Mapping[str, object], ...] = ()
 
     @property
     def tags(self) -> list[str]:
         return [self.function] + ([self.track] if self.track else [])
 
     def with_outcome(self, status: Status, fraction: Fraction, output: str,
-                     passed_cases: int = 0, total_cases: int = 0) -> TestScore:
+                     passed_cases: int = 0, total_cases: int = 0,
+                     failed_cases: Sequence[Mapping[str, object]] = ()) -> TestScore:
         """This test after a run phase; only a call-phase outcome earns points."""
         fraction = min(Fraction(1), max(Fraction(0), fraction))
         return replace(self, status=status, earned=self.max_score * fraction, output=output,
-                       passed_cases=passed_cases, total_cases=total_cases)
+                       passed_cases=passed_cases, total_cases=total_cases,
+                       failed_cases=tuple(failed_cases))
 
 
 #: The grid every written score lies on: :data:`SCORE_DECIMALS` places.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from graders.plugin.settings import OPTIONS, Settings, resolve
+from graders.plugin.usage import usage_error
 
 if TYPE_CHECKING:
     from graders.trackfiles.tracks import Track
@@ -51,7 +52,7 @@ def _resolve_settings(config: pytest.Config) -> Settings:
         try:
             raw[option.name] = (option.parse(str(text).strip()), True)
         except argparse.ArgumentTypeError as error:
-            raise pytest.UsageError(f"ini key {option.ini}: {error}") from None
+            raise usage_error(f"ini key {option.ini}: {error}") from None
     return resolve(raw, invocation_dir=config.invocation_params.dir,
                    ini_dir=config.inipath.parent if config.inipath else config.rootpath)
 
@@ -98,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _record_grader_failure(settings, str(error))
         pytest.exit(f"the grader failed: {error}", returncode=GRADER_FAILED_EXIT)
     except GraderError as error:
-        raise pytest.UsageError(str(error)) from None
+        raise usage_error(str(error)) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(GradingHooks(session), "serving-grader-session")
     config.pluginmanager.register(fixtures, "serving-grader-fixtures")

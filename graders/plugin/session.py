@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from graders.expected.oracle import Oracle, ReferenceOracle, choose_oracle
 from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases
-from graders.grading.checks import failed_call_message
+from graders.grading.checks import failed_call_message, missed_case
 from graders.grading.compare import compare
 from graders.grading.credit import (
     FunctionEvidence,
@@ -72,6 +72,11 @@ class GradingSession:
     cases_by_function: dict[str, list[Case]] = field(default_factory=dict)
     #: The worker of the hidden tests, started after every visible call was made.
     hidden_runner: StudentRunner | None = None
+    #: What the submission printed during the visible tests of each function (a
+    #: function's first test asks all of its visible cases at once), by function.
+    printed: dict[str, str] = field(default_factory=dict)
+    #: Each failed visible test's feedback with nothing cut, by node id (the HTML page).
+    full_outputs: dict[str, str] = field(default_factory=dict)
     #: The HTML report's curves, measured before the visible worker stops.
     feedback: FeedbackReport | None = None
     visible_finished: bool = False
@@ -203,14 +208,16 @@ class GradingSession:
             for case, outcome in zip(cases, self._visible_outcomes(cases), strict=True):
                 expected = self.oracle.expected(case)
                 inputs = [*case.args, *case.kwargs.values()]
-                passed = outcome.ok and not self._differences(expected, outcome.value)
+                differences = self._differences(expected, outcome.value) if outcome.ok else []
+                passed = outcome.ok and not differences
                 right = nontrivial_matches(
                     expected, outcome.value, inputs,
                     lambda wanted, got: not self._differences(wanted, got)) if outcome.ok else 0
                 evidence.record(expected=expected, answer=outcome.value,
                                 answered=outcome.ok, passed=passed, values_right=right,
                                 failure=failed_call_message(outcome),
-                                trivial=is_trivial(expected, inputs))
+                                trivial=is_trivial(expected, inputs),
+                                miss="" if passed else missed_case(case, outcome, differences))
             self.evidences[function] = evidence
         return self.evidences[function]
 
@@ -254,7 +261,8 @@ class GradingSession:
             lines = ["Graded by the serving-lab grader. Each test lists its failed cases."]
         printed = self.runner.output_summary()
         if printed.total_bytes:
-            lines += [f"{printed.sentence().capitalize()}; they follow.", printed.text]
+            sentence = printed.sentence()
+            lines += [f"{sentence[:1].upper()}{sentence[1:]}; they follow.", printed.text]
         return "\n".join(lines)
 
     def final_results(self) -> Mapping[str, Any]:
@@ -281,6 +289,14 @@ class GradingSession:
             if reservation is not None:
                 reservation.release()
         return document
+
+    def page_document(self, document: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``document`` (the results) with each failed visible test's feedback uncut, for
+        the HTML page, where space is not scarce."""
+        tests = [{**test, "output": self.full_outputs.get(
+                    str(test.get("extra_data", {}).get("nodeid")), test.get("output", ""))}
+                 for test in document.get("tests", [])]
+        return {**document, "tests": tests}
 
     def results_document(self) -> Mapping[str, Any]:
         """The Gradescope results :meth:`write_results` writes, without writing them."""

@@ -125,6 +125,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("submission_metadata", "--grader-submission-metadata", str, None,
            "Gradescope's submission_metadata.json: its submission id goes into the results' "
            "extra_data (ignored when the file is absent)", "PATH"),
+    Option("exact_p99_points", "--grader-exact-p99-points", non_negative_float, 0.0,
+           "points of the graded extension exact_p99_ms (the exact M/M/c p99; weighted like "
+           "a test marker's points); 0, the default, leaves it out and every score unchanged",
+           "POINTS"),
     Option("html", "--grader-html", str, None,
            "write a self-contained HTML feedback report (scores, feedback, and plots of the "
            "student's curves against the reference) to this path",
@@ -148,6 +152,7 @@ class Settings:
     classroom: Path | None = None
     submission_metadata: Path | None = None
     html: Path | None = None
+    exact_p99_points: float = 0.0
 
     @property
     def grading(self) -> bool:
@@ -179,4 +184,5 @@ def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Sett
         classroom=path("classroom"),
         submission_metadata=path("submission_metadata"),
         html=path("html"),
+        exact_p99_points=raw["exact_p99_points"][0],
     )

@@ -41,6 +41,8 @@ from graders.sandbox.privileges import LOCK_VARIABLE
 from graders.sandbox.submission import SUBMISSION_NAME, read_submission
 
 LOG_NAME = "grade.log"
+#: Each student's HTML feedback page, written with ``graders regrade --pages``.
+PAGE_NAME = "feedback.html"
 #: The end of the grading log kept beside each submission's results.
 LOG_TAIL_BYTES = 64 * 1024
 
@@ -53,6 +55,8 @@ class JobContext:
     grader_sha256: str
     timeout_s: float
     grade_options: list[str] = field(default_factory=list)
+    #: Whether each student's HTML page is written too (``PAGE_NAME`` beside results.json).
+    pages: bool = False
     #: Set on interrupt: jobs not started yet are not started, running ones are killed.
     stop: threading.Event = field(default_factory=threading.Event)
     _running: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -150,9 +154,10 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     staged.write_bytes(data)
     results = private / RESULTS_NAME
     log = private / LOG_NAME
-    code, timed_out = grading.grade(
-        grade_arguments(staged, results, slot, context.grade_options), log,
-        context.timeout_s)
+    page = private / PAGE_NAME
+    options = [*context.grade_options, *(["--html", str(page)] if context.pages else [])]
+    code, timed_out = grading.grade(grade_arguments(staged, results, slot, options), log,
+                                    context.timeout_s)
     if context.stop.is_set():
         grading.stop()
         slot.clean()
@@ -163,6 +168,7 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     if status != "graded" or document is None:
         document = grader_failure_results(reason)
     _keep_log_tail(log, folder / LOG_NAME)
+    _keep_page(page if context.pages and not timed_out else None, folder / PAGE_NAME)
     slot.clean(spare=_pids(grading))
     return _store(context, submission, folder, status, reason, sha256(data), started, code,
                   document, source=source)
@@ -211,6 +217,19 @@ def _keep_log_tail(log: Path, destination: Path) -> None:
         with log.open("rb") as stream:
             stream.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))
             destination.write_bytes(stream.read())
+    except OSError:
+        pass
+
+
+def _keep_page(page: Path | None, destination: Path) -> None:
+    """Move the student's page beside its results, or remove an earlier run's."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if page is not None and page.is_file():
+            page.replace(destination)
+            destination.chmod(0o644)
+        else:
+            destination.unlink(missing_ok=True)
     except OSError:
         pass
 

@@ -66,7 +66,9 @@ def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
             "visibility": score.visibility,
             "extra_data": _plain({"nodeid": score.nodeid, "outcome": score.status,
                                   "passed_cases": score.passed_cases,
-                                  "total_cases": score.total_cases}),
+                                  "total_cases": score.total_cases,
+                                  **({"failed_cases": list(score.failed_cases)}
+                                     if score.failed_cases else {})}),
         })
     return {
         "score": rounded(points.total_earned),
@@ -279,6 +281,11 @@ def partial_run(scores: Sequence[TestScore]) -> str | None:
             "with no selection for your score")
 
 
+#: The track table's title: it sums the per-track tests only, so it adds up to less than
+#: the total.
+TRACK_TABLE_TITLE = "track (per-track tests only)"
+
+
 def score_table(scores: Sequence[TestScore], *, grader_failure: str | None = None
                 ) -> list[str]:
     """The terminal table: score by function, then by track, then the total (or, when
@@ -291,7 +298,7 @@ def score_table(scores: Sequence[TestScore], *, grader_failure: str | None = Non
     partial = partial_run(scores)
     points = written_points(scores)
     lines: list[str] = []
-    for key, title in (("function", "function"), ("track", "track")):
+    for key, title in (("function", "function"), ("track", TRACK_TABLE_TITLE)):
         rows = _rows(scores, points, key)
         if not rows:
             continue

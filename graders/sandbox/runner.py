@@ -44,7 +44,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -179,6 +179,8 @@ class OutputSink:
         self._kept = bytearray()
         #: The portable path feeds the sink from a thread.
         self._lock = threading.Lock()
+        #: Called with each kept chunk as it arrives (live output under ``pytest -s``).
+        self.echo: Callable[[bytes], None] | None = None
 
     @property
     def full(self) -> bool:
@@ -191,16 +193,36 @@ class OutputSink:
             if room > 0:
                 self._kept += chunk[:room]
             self.total_bytes += len(chunk)
+            echo = self.echo
+        if echo is not None and room > 0:
+            echo(chunk[:room])
 
     def count(self, size: int) -> None:
         """Count ``size`` bytes that were dropped unread."""
         with self._lock:
             self.total_bytes += size
 
-    def summary(self) -> OutputSummary:
+    def summary(self, since: OutputMark | None = None) -> OutputSummary:
+        """What was printed, or only what was printed after ``since``."""
+        start = since or OutputMark(0, 0)
         with self._lock:
-            return OutputSummary(self._kept.decode("utf-8", errors="replace"),
-                                 self.total_bytes, len(self._kept), self.keep_bytes)
+            kept = bytes(self._kept[start.kept_bytes:])
+            return OutputSummary(kept.decode("utf-8", errors="replace"),
+                                 self.total_bytes - start.total_bytes, len(kept),
+                                 self.keep_bytes - start.kept_bytes)
+
+    def mark(self) -> OutputMark:
+        """Where the output stands now, for :meth:`summary` to start from."""
+        with self._lock:
+            return OutputMark(self.total_bytes, len(self._kept))
+
+
+@dataclass(frozen=True)
+class OutputMark:
+    """A point in a submission's output: the bytes written, and kept, before it."""
+
+    total_bytes: int
+    kept_bytes: int
 
 
 @dataclass(frozen=True)
@@ -379,14 +401,25 @@ class StudentRunner:
         restarts, of every runner sharing this one's budget)."""
         return self.budget.spent_s
 
-    def output_summary(self) -> OutputSummary:
-        """What the submission has printed so far: the kept text and the total byte count.
+    def output_summary(self, since: OutputMark | None = None) -> OutputSummary:
+        """What the submission has printed so far (or since ``since``): the kept text and
+        the total byte count.
 
         Reads what the worker's output pipe holds now, without waiting: the worker flushes
         its stdout and stderr before each reply, so a finished call's output is included.
         """
         self._drain(self._worker, IDLE_DRAIN_BYTES)
-        return self._output.summary()
+        return self._output.summary(since)
+
+    def output_mark(self) -> OutputMark:
+        """Where the submission's output stands now (read up to here first)."""
+        self._drain(self._worker, IDLE_DRAIN_BYTES)
+        return self._output.mark()
+
+    def echo_output(self, echo: Callable[[bytes], None] | None) -> None:
+        """Pass every kept chunk of the submission's output to ``echo`` as it is read (None:
+        stop), e.g. to show it live under ``pytest -s``."""
+        self._output.echo = echo
 
     def close(self) -> None:
         """Stop the worker and remove what this run made or its worker left: the private

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, GRADERS_SCRIPT, assert_usage_error, graders, load
+from helpers import CORPUS, GRADERS_SCRIPT, REPO, assert_usage_error, graders, load
 
 CORRECT = CORPUS / "correct" / "serving.py"
 
@@ -231,6 +231,17 @@ def test_a_tracks_folder_with_a_broken_toml_is_a_usage_error_naming_the_file(
     result = graders("grade", CORRECT, "--tracks", tracks, "--results", results)
     assert_usage_error(result, "broken.toml")
     assert not results.exists()
+
+
+def test_a_bad_track_in_the_default_folder_is_a_graders_error_line(tmp_path: Path) -> None:
+    """The grader's own tracks/ is read by the plugin, not by ``graders grade``: its error
+    still reads ``graders: error:``, never pytest's ``ERROR:``."""
+    checkout = tmp_path / "checkout"
+    for name in ("graders", "reference", "tracks"):
+        shutil.copytree(REPO / name, checkout / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (checkout / "tracks" / "zz_broken.toml").write_text("[track\nid = 'x'\n", encoding="utf-8")
+    assert_usage_error(graders("grade", CORRECT, "-q", cwd=checkout), "zz_broken.toml")
 
 
 @pytest.mark.parametrize("kind", ["missing", "empty"])

@@ -243,7 +243,9 @@ def test_a_bad_track_file_stops_the_run_with_one_clear_line(pytester: pytest.Pyt
     (tracks / "broken.toml").write_text("[track\nid = 'x'\n", encoding="utf-8")
     result = pytester.runpytest("--student", "serving.py", "--grader-tracks", "tracks")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*broken.toml*"])
+    [line] = [line for line in result.stderr.lines if line.strip()]
+    assert line.startswith("graders: error: "), line  # as every graders command says it
+    assert "broken.toml" in line
     result.stdout.no_fnmatch_line("INTERNALERROR*")
     assert "Traceback" not in result.stderr.str()
 
@@ -444,7 +446,7 @@ def test_the_short_summary_and_invariant_feedback_start_with_the_reason(
                                 "--grader-results", "results.json",
                                 "-k", "test_cases or cache_capacity")
     result.stdout.fnmatch_lines([
-        "FAILED *test_serve* - 36 of 36 cases failed: not implemented yet*"])
+        "FAILED *test_serve* - serve is not implemented yet"])
     result.stdout.no_fnmatch_line("*graders.grading.checks.*")
     outputs = [test["output"] for test in strict_json(pytester.path / "results.json")["tests"]
                if test["status"] == "failed"]

@@ -192,9 +192,9 @@ def test_the_table_has_a_row_per_function_then_per_track_then_the_total() -> Non
         "serve               9.00     12.00  2",
         "cache_capacity     16.67     66.67  2",
         "",
-        "track        score       max  tests",
-        "iphone       16.67     33.33  1",
-        "robotaxi      0.00     33.33  1",
+        "track (per-track tests only)     score       max  tests",
+        "iphone                           16.67     33.33  1",
+        "robotaxi                          0.00     33.33  1",
         "",
         "TOTAL 25.67 / 78.67",
     ]
