@@ -46,7 +46,8 @@ def fresh_clone(target: Path) -> Path:
 def test_the_guide_has_the_commands_the_issue_names() -> None:
     script = "\n".join(shell_blocks(GUIDE.read_text(encoding="utf-8")))
     for command in ("graders tracks check", "graders tracks show", "graders tracks new",
-                    "graders export gradescope", "graders export student", "graders regrade"):
+                    "graders export gradescope", "graders export student", "graders regrade",
+                    "graders reality table"):
         assert command in script, command
 
 
