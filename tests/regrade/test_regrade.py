@@ -420,8 +420,10 @@ def run_cli(*args: str | Path, cwd: Path | None = None,
 
 
 @pytest.mark.parametrize(("arguments", "fragment"), [
-    (["--jobs", "0"], "argument --jobs: must be >= 1"),
-    (["--timeout", "-1"], "argument --timeout: must be a finite number > 0"),
+    (["--jobs", "0"], "argument --jobs: must lie in [1, 64], got '0'"),
+    (["--jobs", "65"], "argument --jobs: must lie in [1, 64], got '65'"),
+    (["--timeout", "-1"], "argument --timeout: must lie in (0, 86400], got '-1'"),
+    (["--timeout", "2147484"], "argument --timeout: must lie in (0, 86400], got '2147484'"),
     (["--max-score", "nan"], "--max-score must be a finite number > 0"),
 ])
 def test_bad_regrade_options_are_one_line_usage_errors(tmp_path: Path, arguments: list[str],
