@@ -45,6 +45,15 @@ def unwritable_folder(base: Path) -> Path:
 # --- paths as people type them ------------------------------------------------------------
 
 
+def test_every_path_argument_of_every_command_is_made_absolute() -> None:
+    from graders.cli import build_parser
+    from graders.cli.paths import path_destinations
+
+    assert path_destinations(build_parser()) >= {
+        "submission", "results", "tracks", "golden", "classroom", "submission_metadata",
+        "html", "json_report", "junit_xml", "submissions", "out", "mistakes", "target"}
+
+
 def test_a_regrade_with_relative_paths_grades_every_submission(tmp_path: Path) -> None:
     """The instructor guide's form: a relative --out that does not exist yet."""
     members = {"correct": 100.0, "cache_ceil": CORPUS_EXPECTED["cache_ceil"].score}
