@@ -21,10 +21,10 @@ from graders.plugin.settings import (
     OPTIONS,
     flag_value,
     grade_flag,
-    non_negative_float,
     points_total,
     ranged_int,
     seconds,
+    weight,
 )
 from graders.versions import version_report
 
@@ -245,11 +245,12 @@ def _run_export(args: argparse.Namespace) -> int:
 
     target = Path(args.target)
     max_score = flag_value("--max-score", args.max_score, points_total)
+    points = flag_value("--exact-p99-points", args.exact_p99_points, weight) \
+        if args.export_command == "gradescope" else None
     flag = "OUT.zip" if args.export_command == "gradescope" else "OUT_DIR"
     refuse_overlaps({flag: target}, *export_inputs(export.project_root()))
     check_writable_folder(target.parent, flag, shown=target)
     if args.export_command == "gradescope":
-        points = flag_value("--exact-p99-points", args.exact_p99_points, non_negative_float)
         names = export.export_gradescope(target, max_score=max_score, exact_p99_points=points)
         print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "
               "Gradescope programming assignment")

@@ -53,6 +53,8 @@ MAX_SECONDS = 24 * 3600.0
 MAX_TOLERANCE = 1.0
 #: The most examples one invariant test may draw.
 MAX_EXAMPLES = 10_000
+#: The largest weight of a test (a marker's points): ten times the shipped suite's total.
+MAX_WEIGHT = 1000.0
 
 
 def ranged_float(low: float, high: float, *, low_inclusive: bool) -> Callable[[str], float]:
@@ -92,6 +94,8 @@ def ranged_int(low: int, high: int) -> Callable[[str], int]:
 seconds = ranged_float(0.0, MAX_SECONDS, low_inclusive=False)
 #: An argparse type for tolerances: [0, MAX_TOLERANCE].
 tolerance = ranged_float(0.0, MAX_TOLERANCE, low_inclusive=True)
+#: An argparse type for a test's weight: [0, MAX_WEIGHT].
+weight = ranged_float(0.0, MAX_WEIGHT, low_inclusive=True)
 
 
 def flag_value(flag: str, text: str, parse: Callable[[str], Any]) -> Any:
@@ -167,9 +171,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("submission_metadata", "--grader-submission-metadata", str, None,
            "Gradescope's submission_metadata.json: its submission id goes into the results' "
            "extra_data (ignored when the file is absent)", "PATH"),
-    Option("exact_p99_points", "--grader-exact-p99-points", non_negative_float, 0.0,
+    Option("exact_p99_points", "--grader-exact-p99-points", weight, 0.0,
            "points of the graded extension exact_p99_ms (the exact M/M/c p99; weighted like "
-           "a test marker's points); 0, the default, leaves it out and every score unchanged",
+           f"a test marker's points), 0 to {MAX_WEIGHT:g}; 0, the default, leaves it out and "
+           "every score unchanged",
            "POINTS"),
     Option("html", "--grader-html", str, None,
            "write a self-contained HTML feedback report (scores, feedback, and plots of the "

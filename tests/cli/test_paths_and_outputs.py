@@ -242,6 +242,9 @@ def test_a_submission_without_serving_py_replaces_earlier_results_with_0_and_the
     (["grade", "d", "--fail-under", "101"], "--fail-under must lie in [0, 100]"),
     (["grade", "d", "--max-score", "50", "--fail-under", "60"],
      "--fail-under must lie in [0, 50]"),
+    (["grade", "d", "--exact-p99-points", "1e6"], "--exact-p99-points must lie in [0, 1000]"),
+    (["export", "gradescope", "o/a.zip", "--exact-p99-points", "-1"],
+     "--exact-p99-points must lie in [0, 1000]"),
     (["regrade", "class", "--out", "o", "--jobs", "65"], "--jobs: must lie in [1, 64]"),
     (["regrade", "class", "--out", "o", "--timeout", "1e9"], "--timeout: must lie in (0, 86400]"),
 ])
