@@ -274,6 +274,13 @@ def test_the_instructor_guide_runs_as_written_on_a_fresh_clone(tmp_path: Path) -
     golden = json.loads((clone / "dist" / "serving-lab-student" / "graders" / "golden.json")
                         .read_text(encoding="utf-8"))
     assert "jetson_orin_nx" in golden["tracks"]  # the track the guide adds
+    # the class page names each catalogued corpus bug, with --names as the guide asks
+    report = json.loads((clone / "dist" / "regrade" / "report.json").read_text(encoding="utf-8"))
+    labelled = {(c["function"], c["mistake"]): c["members"] for c in report["clusters"]}
+    assert labelled[("batching_tax", "natural-log")] == ["batching_natural_log"]
+    assert labelled[("erlang_c", "erlang-c-textbook")] == ["erlang_c_textbook"]
+    page = (clone / "dist" / "regrade" / "class.html").read_text(encoding="utf-8")
+    assert "a natural log where the lab uses log2" in page
 
 
 @pytest.mark.slow
