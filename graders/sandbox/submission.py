@@ -21,8 +21,8 @@ SEARCH_DEPTH = 3
 
 #: What a student is told when serving.py imports a module that is neither its own nor
 #: Python's: helper modules beside serving.py are not graded (see the student README).
-ONLY_SERVING_PY = ("only serving.py is graded, and it may import only Python's standard "
-                   "library: put helper code in serving.py itself")
+ONLY_SERVING_PY = ("only serving.py is graded (a module of yours beside it is not): put "
+                   "helper code in serving.py itself")
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^'.]+)")
 
 

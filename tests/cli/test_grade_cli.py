@@ -115,7 +115,7 @@ def test_a_submission_that_exits_at_import_is_graded_0_with_a_valid_results_file
 
 def test_a_helper_module_beside_serving_py_is_not_graded_and_the_message_says_so(
         tmp_path: Path) -> None:
-    """The chosen rule (student README, "What is graded"): only serving.py is graded."""
+    """The chosen rule (student README, "Rules of the road"): only serving.py is graded."""
     submission = tmp_path / "submission"
     submission.mkdir()
     source = CORRECT.read_text(encoding="utf-8")
