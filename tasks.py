@@ -34,8 +34,8 @@ def say(message: str) -> None:
     sys.stderr.flush()
 
 
-def run(*command: str | Path) -> int:
-    return subprocess.call([str(part) for part in command], cwd=ROOT)
+def run(*command: str | Path, cwd: Path = ROOT) -> int:
+    return subprocess.call([str(part) for part in command], cwd=cwd)
 
 
 def setup() -> None:
@@ -90,11 +90,14 @@ def install() -> None:
 
 def grade(arguments: list[str]) -> int:
     """Grade a submission (default: the example) into results/results.json (the grader
-    says where, once)."""
-    submission = Path(arguments[0]).resolve() if arguments else EXAMPLE
+    says where, once). The grading runs in the caller's working folder, so that every
+    path given (the submission, and any option such as ``--html feedback.html``) means
+    what it means there."""
+    submission = Path(arguments[0]).absolute() if arguments else EXAMPLE
     RESULTS.mkdir(mode=0o700, exist_ok=True)
     results = RESULTS / "results.json"
-    return run(BIN / "graders", "grade", submission, "--results", results, *arguments[1:])
+    return run(BIN / "graders", "grade", submission, "--results", results, *arguments[1:],
+               cwd=Path.cwd())
 
 
 def test(arguments: list[str]) -> int:

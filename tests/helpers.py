@@ -340,8 +340,10 @@ CORPUS_EXPECTED: dict[str, CorpusOutcome] = {
     # p99 = tail(0.95): wrong wherever P(wait) > 1%, so also on large fleets near
     # saturation. Knock-on: batching_tax reads the student's p99 (iphone and robotaxi; the
     # batched loads of cloud_fleet and oura_ring keep P(wait) < 1%). p50 <= p95 <= p99
-    # still holds (p95 == p99), so no invariant loses points.
-    "p99_at_q095": _outcome(85.25812, {"queueing_latency", "batching_tax"}, {
+    # still holds (p95 == p99), so no invariant loses points. The visible and the hidden
+    # points are each rounded to the grid (so a visible test writes the same score in the
+    # student bundle): 85.258119, one millionth under the rounded exact total.
+    "p99_at_q095": _outcome(85.258119, {"queueing_latency", "batching_tax"}, {
         "graders/suite/test_cases.py::test_queueing_latency[cloud_fleet]",
         "graders/suite/test_cases.py::test_queueing_latency[iphone]",
         "graders/suite/test_cases.py::test_queueing_latency[oura_ring]",

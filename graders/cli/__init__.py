@@ -14,15 +14,17 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from graders.cli.paths import absolute_paths, path_destinations
 from graders.errors import GraderError
 from graders.plugin.settings import (
+    MAX_SECONDS,
     OPTIONS,
     flag_value,
     grade_flag,
-    non_negative_float,
     points_total,
-    positive_float,
-    positive_int,
+    ranged_int,
+    seconds,
+    weight,
 )
 from graders.versions import version_report
 
@@ -119,6 +121,8 @@ def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 
 def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
+    from graders.sandbox.privileges import MAX_POOL_USERS
+
     regrade = commands.add_parser(
         "regrade", help="grade a whole class in parallel, resumably, and report on it")
     regrade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
@@ -126,11 +130,13 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
                               "a folder of submission folders or of *.py files")
     regrade.add_argument("--out", required=True, metavar="DIR",
                          help="where results, grades.csv and the class report go")
-    regrade.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
-                         help="submissions graded at once (default: the number of CPUs)")
-    regrade.add_argument("--timeout", type=positive_float, metavar="SECONDS",
-                         help="wall time one submission may take before it is stopped "
-                              "(default: the worker's worst case plus 120 s)")
+    regrade.add_argument("--jobs", type=ranged_int(1, MAX_POOL_USERS),
+                         default=min(os.cpu_count() or 1, MAX_POOL_USERS), metavar="N",
+                         help=f"submissions graded at once, 1 to {MAX_POOL_USERS} (one sandbox "
+                              "user each; default: the number of CPUs)")
+    regrade.add_argument("--timeout", type=seconds, metavar="SECONDS",
+                         help="wall time one submission may take before it is stopped, up to "
+                              f"{MAX_SECONDS:g} (default: the worker's worst case plus 120 s)")
     regrade.add_argument("--force", action="store_true",
                          help="regrade every submission, even those already graded")
     regrade.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
@@ -194,8 +200,10 @@ def _add_reality(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
+        args = absolute_paths(args, path_destinations(parser))
         if args.command == "grade":
             from graders.cli.grade import run_grade
 
@@ -237,13 +245,20 @@ def _run_export(args: argparse.Namespace) -> int:
     import importlib
     from pathlib import Path
 
+    from graders.results.files import check_writable_folder
+    from graders.results.overlaps import export_inputs, refuse_overlaps
+
     export = importlib.import_module("graders.export.build")
 
     target = Path(args.target)
     max_score = flag_value("--max-score", args.max_score, points_total)
+    points = flag_value("--exact-p99-points", args.exact_p99_points, weight) \
+        if args.export_command == "gradescope" else None
+    flag = "OUT.zip" if args.export_command == "gradescope" else "OUT_DIR"
+    refuse_overlaps({flag: target}, *export_inputs(export.project_root()))
+    check_writable_folder(target.parent, flag, shown=target)
     if args.export_command == "gradescope":
-        points = flag_value("--exact-p99-points", args.exact_p99_points, non_negative_float)
-        secret_file = Path(args.secret_file) if args.secret_file else None
+        secret_file = Path(args.secret_file).resolve() if args.secret_file else None
         names, secret_file, made = export.export_gradescope(
             target, max_score=max_score, exact_p99_points=points, secret_file=secret_file)
         print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "

@@ -33,6 +33,7 @@ from graders.errors import (
     GraderError,
     SettingsError,
     SubmissionError,
+    TrackError,
 )
 from graders.escaping import escape_controls
 from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
@@ -44,6 +45,7 @@ from graders.results.files import (
     remove_output,
     write_text_atomically,
 )
+from graders.results.overlaps import existing, grader_folders, refuse_overlaps
 from graders.results.reports import (
     grader_failure,
     grader_failure_results,
@@ -92,20 +94,65 @@ INSTALLED = {"junit_xml": "junit.xml", "json_report": "report.json"}
 def checked_outputs(args: argparse.Namespace) -> argparse.Namespace:
     """``args`` with every output path checked and absolute (folders created); raises
     :class:`OutputPathError` for a path the grader must not write (see
-    :func:`graders.results.files.check_output_file`) or two outputs at one path."""
+    :func:`graders.results.files.check_output_file`), an output that names an input
+    or another output (see :func:`graders.results.overlaps.refuse_overlaps`)."""
     updated = argparse.Namespace(**vars(args))
-    seen: dict[Path, str] = {}
+    files, folders = grading_inputs(args)
     for name, flag in OUTPUTS:
         value = getattr(args, name, None)
-        if not value:
-            continue
-        path = check_output_file(value, flag)
-        if path in seen:
-            raise OutputPathError(f"{flag} {str(value)!r} is also the path of {seen[path]}: "
-                                  "give each output a path of its own")
-        seen[path] = flag
-        setattr(updated, name, str(path))
+        if value:
+            setattr(updated, name, str(check_output_file(value, flag)))
+    refuse_overlaps(_outputs(updated), files, folders)
     return updated
+
+
+def grading_inputs(args: argparse.Namespace) -> tuple[dict[str, Path], dict[str, Path]]:
+    """The files and the folders a grading of ``args`` reads (see
+    :mod:`graders.results.overlaps`)."""
+    from graders.expected.oracle import bundled_golden_file
+    from graders.trackfiles.tracks import default_tracks_dir
+
+    located = None
+    with contextlib.suppress(SubmissionError):
+        located = locate_submission(args.submission)
+    bundled = bundled_golden_file()
+    tracks = Path(args.tracks) if args.tracks else None
+    if tracks is None:
+        with contextlib.suppress(TrackError):
+            tracks = default_tracks_dir()
+    files = existing([
+        ("the submission", Path(args.submission)), ("the submission's serving.py", located),
+        ("the golden file", Path(args.golden) if args.golden else
+         bundled if bundled.is_file() else None),
+        ("the submission metadata",
+         Path(args.submission_metadata) if args.submission_metadata else None)])
+    folders = existing([("the tracks folder", tracks)])
+    folders.update(grader_folders())
+    return files, folders
+
+
+def _outputs(args: argparse.Namespace) -> dict[str, Path]:
+    """Each output that is set, by its flag."""
+    return {flag: Path(getattr(args, name)) for name, flag in OUTPUTS
+            if getattr(args, name, None)}
+
+
+def _removable_outputs(args: argparse.Namespace) -> dict[str, Path]:
+    """The outputs an early usage error may remove or replace: those that pass their own
+    checks and name no input (never raises)."""
+    try:
+        files, folders = grading_inputs(args)
+    except (GraderError, OSError):
+        return {}
+    removable = {}
+    for flag, path in _outputs(args).items():
+        try:
+            checked = check_output_file(path, flag, create=False)
+            refuse_overlaps({flag: checked}, files, folders)
+        except (GraderError, OSError):
+            continue
+        removable[flag] = checked
+    return removable
 
 
 def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) -> list[str]:
@@ -128,7 +175,6 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
         value = getattr(args, option.name, None)
         if option.name == "student" or value in (None, ""):
             continue
-        flag_value(grade_flag(option), str(value), option.parse)  # one line, exit code 2
         if option.metavar in PATH_METAVARS:
             value = str(Path(value).resolve())
         arguments += [option.flag, str(value)]
@@ -142,26 +188,21 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means."""
-    args = checked_outputs(args)
-    try:
-        submission = locate_submission(args.submission)
-        read_submission(submission)  # refuse links, other file types and oversized files
-    except SubmissionError as error:
-        # a submission that exists but holds no usable serving.py scores 0, and the results
-        # file says why; a path that does not exist is the caller's mistake: nothing written
-        if args.results and os.path.lexists(args.submission):
-            write_results(Path(args.results), unusable_submission_results(str(error)))
-        raise
-    fail_under = _fail_under(args.fail_under)
-    github_output = _github_output() if args.github_output else None
-    if args.tracks:
-        from graders.trackfiles.tracks import load_tracks
+    """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means.
 
-        load_tracks(args.tracks)
-    for name, _ in OUTPUTS:  # only this run may leave these behind
-        if getattr(args, name):
-            remove_output(getattr(args, name))
+    Every usage error is found before grading starts, and leaves the same thing behind
+    (never an earlier run's outputs): a 0-point results file with the reason for a
+    submission that exists but holds no usable ``serving.py``, else nothing."""
+    try:
+        args, submission, fail_under, github_output = _prepare(args)
+    except GraderError as error:
+        removable = _removable_outputs(args)
+        for path in removable.values():  # only this run may leave these behind
+            remove_output(path)
+        if isinstance(error, SubmissionError) and "--results" in removable \
+                and os.path.lexists(args.submission):
+            write_results(removable["--results"], unusable_submission_results(str(error)))
+        raise
     results = Path(args.results) if args.results else None
     targets = {name: getattr(args, name) for name in INSTALLED}
     interruption = Interruption()
@@ -218,6 +259,31 @@ def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
                                  f"{fail_under:g}\n")
                 return BELOW_FAIL_UNDER
     return 0
+
+
+def _prepare(args: argparse.Namespace) -> tuple[argparse.Namespace, Path, float | None,
+                                                Path | None]:
+    """Every check of a grading's command line, before anything is written: the options'
+    values, the outputs (see :func:`checked_outputs`), the submission and the tracks; the
+    earlier run's outputs are then removed. Raises a :class:`GraderError` (a usage
+    error)."""
+    for option in OPTIONS:  # every value in its range, one line naming the flag if not
+        value = getattr(args, option.name, None)
+        if option.name != "student" and value not in (None, ""):
+            flag_value(grade_flag(option), str(value), option.parse)
+    fail_under = _fail_under(args.fail_under, args.max_score)
+    github_output = _github_output() if args.github_output else None
+    args = checked_outputs(args)
+    submission = locate_submission(args.submission)
+    read_submission(submission)  # refuse links, other file types and oversized files
+    if args.tracks:
+        from graders.trackfiles.tracks import load_tracks
+
+        load_tracks(args.tracks)
+    for name, _ in OUTPUTS:  # only this run may leave these behind
+        if getattr(args, name):
+            remove_output(getattr(args, name))
+    return args, submission, fail_under, github_output
 
 
 def _grader_failure(code: int, results: Path | None, document: dict[str, Any] | None
@@ -302,9 +368,17 @@ def _environment(**values: str) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _fail_under(text: str | None) -> float | None:
-    return None if text is None else float(flag_value("--fail-under", text,
-                                                      non_negative_float))
+def _fail_under(text: str | None, max_score: str | None) -> float | None:
+    """``--fail-under``'s bar: a number from 0 to the assignment's points (``--max-score``,
+    else the default 100)."""
+    if text is None:
+        return None
+    bar = float(flag_value("--fail-under", text, non_negative_float))
+    ceiling = 100.0 if max_score is None else float(max_score)
+    if bar > ceiling:
+        raise SettingsError(f"--fail-under must lie in [0, {ceiling:g}] (the assignment's "
+                            f"points), got {text!r}")
+    return bar
 
 
 def _github_output() -> Path:

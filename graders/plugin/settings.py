@@ -45,15 +45,57 @@ def points_total(text: str) -> Fraction:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return value
+#: The longest wait any option may ask for, in seconds: a day, far inside what the
+#: runner's clocks and selectors can wait for (an epoll timeout tops out at 2**31 ms).
+MAX_SECONDS = 24 * 3600.0
+#: The largest tolerance: past 1, a relative tolerance accepts any answer of the right
+#: sign, and an absolute one answers of the lab's probabilities and fractions alike.
+MAX_TOLERANCE = 1.0
+#: The most examples one invariant test may draw.
+MAX_EXAMPLES = 10_000
+#: The largest weight of a test (a marker's points): ten times the shipped suite's total.
+MAX_WEIGHT = 1000.0
+
+
+def ranged_float(low: float, high: float, *, low_inclusive: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high] (or (low, high])."""
+    interval = f"{'[' if low_inclusive else '('}{low:g}, {high:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or value > high or value < low \
+                or (value == low and not low_inclusive):
+            raise argparse.ArgumentTypeError(f"must lie in {interval}, got {text!r}")
+        return value
+
+    return parse
+
+
+def ranged_int(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") \
+                from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must lie in [{low}, {high}], got {text!r}")
+        return value
+
+    return parse
+
+
+#: An argparse type for waits in seconds: (0, MAX_SECONDS].
+seconds = ranged_float(0.0, MAX_SECONDS, low_inclusive=False)
+#: An argparse type for tolerances: [0, MAX_TOLERANCE].
+tolerance = ranged_float(0.0, MAX_TOLERANCE, low_inclusive=True)
+#: An argparse type for a test's weight: [0, MAX_WEIGHT].
+weight = ranged_float(0.0, MAX_WEIGHT, low_inclusive=True)
 
 
 def flag_value(flag: str, text: str, parse: Callable[[str], Any]) -> Any:
@@ -99,18 +141,22 @@ OPTIONS: tuple[Option, ...] = (
            "total points of the suite; marker points are scaled to it (default 100, or the "
            "visible points a student bundle's golden file records); at most 6 decimals",
            "POINTS"),
-    Option("rel_tol", "--grader-rel-tol", non_negative_float, DEFAULT_REL_TOL,
-           f"relative tolerance for real numbers (default {DEFAULT_REL_TOL:g})", "REL"),
-    Option("abs_tol", "--grader-abs-tol", non_negative_float, DEFAULT_ABS_TOL,
-           f"absolute tolerance for real numbers (default {DEFAULT_ABS_TOL:g})", "ABS"),
-    Option("timeout", "--grader-timeout", positive_float, Limits.call_timeout_s,
-           f"seconds one student call may take (default {Limits.call_timeout_s:g})", "SECONDS"),
-    Option("time_budget", "--grader-time-budget", positive_float, Limits.total_budget_s,
+    Option("rel_tol", "--grader-rel-tol", tolerance, DEFAULT_REL_TOL,
+           f"relative tolerance for real numbers, 0 to {MAX_TOLERANCE:g} (default "
+           f"{DEFAULT_REL_TOL:g})", "REL"),
+    Option("abs_tol", "--grader-abs-tol", tolerance, DEFAULT_ABS_TOL,
+           f"absolute tolerance for real numbers, 0 to {MAX_TOLERANCE:g} (default "
+           f"{DEFAULT_ABS_TOL:g})", "ABS"),
+    Option("timeout", "--grader-timeout", seconds, Limits.call_timeout_s,
+           f"seconds one student call may take, up to {MAX_SECONDS:g} (default "
+           f"{Limits.call_timeout_s:g})", "SECONDS"),
+    Option("time_budget", "--grader-time-budget", seconds, Limits.total_budget_s,
            "seconds the student's code may take in one grading, all calls, imports and "
-           "restarts together; past it the remaining calls are refused (default "
-           f"{Limits.total_budget_s:g})", "SECONDS"),
-    Option("examples", "--grader-examples", positive_int, 25,
-           "examples per invariant test, drawn by a fixed generator (default 25)", "N"),
+           "restarts together; past it the remaining calls are refused (up to "
+           f"{MAX_SECONDS:g}; default {Limits.total_budget_s:g})", "SECONDS"),
+    Option("examples", "--grader-examples", ranged_int(1, MAX_EXAMPLES), 25,
+           f"examples per invariant test, drawn by a fixed generator, 1 to {MAX_EXAMPLES} "
+           "(default 25)", "N"),
     Option("sandbox_user", "--grader-sandbox-user", str, DEFAULT_SANDBOX_USER,
            "when run as root, the unprivileged user the student's code runs as (created if "
            f"missing): by default ({DEFAULT_SANDBOX_USER}) a free user of the pool "
@@ -129,9 +175,10 @@ OPTIONS: tuple[Option, ...] = (
            "the course secret (a file, as 'graders export gradescope' writes it) that seeds "
            "the unseen inputs of the official grade with a hash of the submission (default: "
            "no secret; the inputs still change with every change to the file)", "PATH"),
-    Option("exact_p99_points", "--grader-exact-p99-points", non_negative_float, 0.0,
+    Option("exact_p99_points", "--grader-exact-p99-points", weight, 0.0,
            "points of the graded extension exact_p99_ms (the exact M/M/c p99; weighted like "
-           "a test marker's points); 0, the default, leaves it out and every score unchanged",
+           f"a test marker's points), 0 to {MAX_WEIGHT:g}; 0, the default, leaves it out and "
+           "every score unchanged",
            "POINTS"),
     Option("html", "--grader-html", str, None,
            "write a self-contained HTML feedback report (scores, feedback, and plots of the "

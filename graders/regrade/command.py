@@ -62,7 +62,7 @@ from graders.regrade.state import (
     sha256,
     up_to_date,
 )
-from graders.results.files import check_output_folder
+from graders.results.files import OutputPathError, check_output_folder
 from graders.results.reports import read_valid_results, write_json_atomically
 from graders.sandbox.cleanup import process_alive, remove_tree, report_problems
 from graders.sandbox.platforms import needs_linux
@@ -86,6 +86,7 @@ def run_regrade(args: argparse.Namespace) -> int:
     # refused before anything: a link, a file, a folder of another user or one that others
     # can write (see graders.results.files); a missing one is made below, and checked again
     check_output_folder(out, "--out", create=False, allow_link=False)
+    _refuse_inputs(root, out, args.tracks)
     if not args.no_histogram:
         from graders.regrade.histogram import check_available
 
@@ -134,6 +135,22 @@ def run_regrade(args: argparse.Namespace) -> int:
                          "again\n")
         return GRADER_FAILED_EXIT
     return 0
+
+
+def _refuse_inputs(root: Path, out: Path, tracks: str | None) -> None:
+    """--out is neither the class nor a folder that holds it, nor in the tracks folder or
+    the grader's code (see :mod:`graders.results.overlaps`)."""
+    from graders.results.overlaps import grader_folders, refuse_overlaps
+    from graders.trackfiles.tracks import default_tracks_dir
+
+    real_root, real_out = Path(os.path.realpath(root)), Path(os.path.realpath(out))
+    if real_root.is_relative_to(real_out):
+        raise OutputPathError(f"--out {str(out)!r} holds the submissions {str(root)!r}: the "
+                              "regrade would write among them; choose another folder")
+    folders = grader_folders()
+    with contextlib.suppress(GraderError):
+        folders["the tracks folder"] = Path(tracks) if tracks else default_tracks_dir()
+    refuse_overlaps({"--out": out}, {}, folders)
 
 
 #: Statuses of a submission whose grading did not complete through no fault of its own:

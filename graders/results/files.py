@@ -134,6 +134,42 @@ def _check_private(folder: Path, flag: str, shown: object) -> None:
                                    f"({_mode(info)}), so they could plant links or FIFOs in it")
 
 
+def _check_writable(folder: Path, flag: str, shown: object) -> None:
+    """This user can create files in ``folder``: a temp file is created there and removed
+    at once, so a read-only file system, a folder without write permission or one that
+    holds no files (sysfs) is refused before grading, not found out after it."""
+    try:
+        descriptor = _open_folder(folder)
+        try:
+            temporary, handle = _create_temporary(descriptor, "write-check")
+            os.close(handle)
+            os.unlink(temporary, dir_fd=descriptor)
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        raise OutputPathError(f"{flag} {str(shown)!r} cannot be written: its folder "
+                              f"{str(folder)!r} does not take new files "
+                              f"({error.strerror or error}); choose a folder you can "
+                              "write") from None
+
+
+def check_writable_folder(folder: str | os.PathLike[str], flag: str, *,
+                          shown: object = None) -> Path:
+    """``folder`` (made if missing) after checking that this user can create files in it;
+    for outputs that need no private folder (an export: no student code runs by it).
+    ``shown`` is the path the message names (default: ``folder``)."""
+    wanted = Path(os.path.abspath(folder))
+    shown = folder if shown is None else shown
+    try:
+        wanted.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputPathError(f"{flag} {str(shown)!r} cannot be written: its folder cannot "
+                              f"be created ({error.strerror or error}); choose a folder you "
+                              "can write") from None
+    _check_writable(wanted, flag, shown)
+    return wanted
+
+
 def check_output_folder(folder: str | os.PathLike[str], flag: str, *, create: bool = True,
                         allow_link: bool = True, shown: object = None) -> Path:
     """The real path of ``folder``, where ``flag``'s outputs go, after checking that it is
@@ -165,6 +201,7 @@ def check_output_folder(folder: str | os.PathLike[str], flag: str, *, create: bo
         _check_walk(real, flag, shown)  # the folders a link led to
         if not missing:
             _check_private(real, flag, shown)
+            _check_writable(real, flag, shown)
             return real
         if not os.path.isdir(real):
             raise _refuse(flag, shown, f"{str(existing)!r} is not a folder")

@@ -75,7 +75,7 @@ from graders.sandbox.runtime import (
     grader_definitions,
     worker_definitions,
 )
-from graders.sandbox.submission import SUBMISSION_NAME
+from graders.sandbox.submission import SUBMISSION_NAME, import_error_message
 from graders.sandbox.wire import encode_argument, has_quantity
 
 Status: TypeAlias = Literal["ok", "raised", "timeout", "crashed", "garbage", "unimportable",
@@ -683,7 +683,8 @@ class StudentRunner:
             self._import_error = _import_message(gone)
             raise _WorkerGone("unimportable", self._import_error) from None
         if reply.get("ready") is not True:
-            self._import_error = f"serving.py could not be imported: {reply.get('error')}"
+            self._import_error = import_error_message(
+                f"serving.py could not be imported: {reply.get('error')}")
             self._stop()
             raise _WorkerGone("unimportable", self._import_error)
         worker.ready = True

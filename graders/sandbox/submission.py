@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
+import sys
 from pathlib import Path
 
 from graders.errors import SubmissionError
@@ -15,6 +17,23 @@ MAX_SUBMISSION_BYTES = 1_000_000
 SKIPPED_FOLDERS = ("__MACOSX",)
 #: How deep below a submission folder a nested ``serving.py`` is looked for.
 SEARCH_DEPTH = 3
+
+
+#: What a student is told when serving.py imports a module that is neither its own nor
+#: Python's: helper modules beside serving.py are not graded (see the student README).
+ONLY_SERVING_PY = ("only serving.py is graded (a module of yours beside it is not): put "
+                   "helper code in serving.py itself")
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^'.]+)")
+
+
+def import_error_message(error: str) -> str:
+    """``error``, why ``serving.py`` could not be imported, with :data:`ONLY_SERVING_PY`
+    when it names a missing module outside the standard library (a helper module of the
+    student's, or a package such as numpy)."""
+    missing = _MISSING_MODULE.search(error)
+    if missing is None or missing.group(1) in sys.stdlib_module_names:
+        return error
+    return f"{error}; {ONLY_SERVING_PY}"
 
 
 def locate_submission(path: str | os.PathLike[str]) -> Path:

@@ -113,6 +113,28 @@ def test_a_submission_that_exits_at_import_is_graded_0_with_a_valid_results_file
     assert any("could not be imported" in output for output in visible)
 
 
+def test_a_helper_module_beside_serving_py_is_not_graded_and_the_message_says_so(
+        tmp_path: Path) -> None:
+    """The chosen rule (student README, "Rules of the road"): only serving.py is graded."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    source = CORRECT.read_text(encoding="utf-8")
+    future = "from __future__ import annotations\n"
+    assert future in source
+    (submission / "serving.py").write_text(source.replace(future, future + "import helpers\n"),
+                                           encoding="utf-8")
+    (submission / "helpers.py").write_text("ANSWER = 42\n", encoding="utf-8")
+    results = tmp_path / "results.json"
+    run = graders("grade", submission, "--results", results, "-q")
+    assert run.returncode == 0, run.stderr[-3000:]
+    document = load(results)
+    assert document["score"] == 0.0
+    first = document["output"].splitlines()[0]
+    assert "No module named 'helpers'" in first
+    assert "only serving.py is graded" in first
+    assert "only serving.py is graded" in run.stdout
+
+
 def test_the_console_script_ignores_everything_in_the_submission_folder_but_serving_py(
         tmp_path: Path) -> None:
     submission = tmp_path / "submission"

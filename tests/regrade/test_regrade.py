@@ -460,8 +460,10 @@ def run_cli(*args: str | Path, cwd: Path | None = None,
 
 
 @pytest.mark.parametrize(("arguments", "fragment"), [
-    (["--jobs", "0"], "argument --jobs: must be >= 1"),
-    (["--timeout", "-1"], "argument --timeout: must be a finite number > 0"),
+    (["--jobs", "0"], "argument --jobs: must lie in [1, 64], got '0'"),
+    (["--jobs", "65"], "argument --jobs: must lie in [1, 64], got '65'"),
+    (["--timeout", "-1"], "argument --timeout: must lie in (0, 86400], got '-1'"),
+    (["--timeout", "2147484"], "argument --timeout: must lie in (0, 86400], got '2147484'"),
     (["--max-score", "nan"], "--max-score expected a number"),
     (["--max-score", "1.0000001"], "--max-score must have at most 6 decimals"),
     (["--due", "tomorrow"], "--due 'tomorrow' is not a time: give e.g."),

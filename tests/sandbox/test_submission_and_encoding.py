@@ -14,12 +14,35 @@ import pytest
 from graders.errors import GraderError, SubmissionError
 from graders.sandbox.submission import (
     MAX_SUBMISSION_BYTES,
+    ONLY_SERVING_PY,
     SUBMISSION_NAME,
+    import_error_message,
     locate_submission,
     read_submission,
 )
 from graders.sandbox.wire import encode_argument
 from reference.units import ureg
+
+# --- import_error_message: only serving.py is graded -------------------------------------
+
+
+@pytest.mark.parametrize("module", ["helpers", "numpy", "my_utils.sub"])
+def test_a_missing_module_outside_the_standard_library_says_only_serving_py_is_graded(
+        module: str) -> None:
+    error = f"serving.py could not be imported: ModuleNotFoundError: No module named " \
+            f"{module!r} (serving.py line 3)"
+    assert import_error_message(error) == f"{error}; {ONLY_SERVING_PY}"
+    assert "\n" not in import_error_message(error)
+
+
+@pytest.mark.parametrize("error", [
+    "serving.py could not be imported: ModuleNotFoundError: No module named 'tkinter'",
+    "serving.py could not be imported: SyntaxError: invalid syntax (serving.py, line 1)",
+    "serving.py could not be imported: ImportError: cannot import name 'x' from 'math'",
+])
+def test_other_import_errors_are_left_as_they_are(error: str) -> None:
+    assert import_error_message(error) == error
+
 
 # --- locate_submission --------------------------------------------------------------------
 
