@@ -125,7 +125,8 @@ def grading_inputs(args: argparse.Namespace) -> tuple[dict[str, Path], dict[str,
         ("the golden file", Path(args.golden) if args.golden else
          bundled if bundled.is_file() else None),
         ("the submission metadata",
-         Path(args.submission_metadata) if args.submission_metadata else None)])
+         Path(args.submission_metadata) if args.submission_metadata else None),
+        ("the course secret", Path(args.secret_file) if args.secret_file else None)])
     folders = existing([("the tracks folder", tracks)])
     folders.update(grader_folders())
     return files, folders

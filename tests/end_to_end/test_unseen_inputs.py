@@ -113,3 +113,12 @@ def test_an_unreadable_secret_file_is_a_usage_error(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert "--secret-file" in run.stderr
     assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_an_output_naming_the_course_secret_is_refused_and_leaves_it(tmp_path: Path) -> None:
+    secret = tmp_path / "course.zip.secret"
+    secret.write_text("course secret\n", encoding="utf-8")
+    run = graders("grade", CORPUS / "correct", "--results", secret, "--secret-file", secret)
+    assert run.returncode == 2
+    assert "is the course secret" in run.stderr
+    assert secret.read_text(encoding="utf-8") == "course secret\n"
