@@ -335,7 +335,7 @@ def worker_python() -> WorkerPython:
     when there is no usable cache folder, a copy for this run: see ``private``)."""
     executable = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    library = _shared_library()
+    library = shared_library()
     parts = [(executable, True), (stdlib, False)] + ([(library, False)] if library else [])
     if all(reachable_by_others(path, execute=run) for path, run in parts):
         return WorkerPython(executable)
@@ -345,7 +345,7 @@ def worker_python() -> WorkerPython:
                         private=folder if private else None)
 
 
-def _shared_library() -> Path | None:
+def shared_library() -> Path | None:
     name = sysconfig.get_config_var("LDLIBRARY") or ""
     directory = sysconfig.get_config_var("LIBDIR") or ""
     if not name.endswith(".so") and ".so." not in name:

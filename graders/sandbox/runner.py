@@ -47,8 +47,10 @@ from graders.sandbox.cleanup import kill_session, remove_tree, report_problems, 
 from graders.sandbox.confinement import (
     LAUNCHER_FAILED,
     Protections,
+    bubblewrap_command,
     launcher_command,
     protections_for,
+    start_options,
 )
 from graders.sandbox.limits import Limits as Limits  # part of the runner's interface
 from graders.sandbox.privileges import (
@@ -623,7 +625,15 @@ class StudentRunner:
                    str(self._runtime / WORKER_SCRIPT.name)]
         environment = self._environment()
         drop: dict[str, Any] = {}
-        if self.sandbox is not None and self._protections.namespaces:
+        submission_fd: int | None = None
+        if self._protections.tool == "bubblewrap":  # see graders.sandbox.bubblewrap
+            submission_fd = os.open(self._box / SUBMISSION_NAME,
+                                    os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            command = bubblewrap_command(self._python, box=self._box, worker=command,
+                                         folders=(self._runtime, self._definitions),
+                                         submission_fd=submission_fd)
+            drop = start_options(self.sandbox, submission_fd)
+        elif self.sandbox is not None and self._protections.namespaces:
             # A launcher, as root, enters namespaces of its own, drops to the sandbox user
             # and execs the worker (same pid and process group, same stdin/stdout/stderr).
             command = launcher_command(self.sandbox, box=self._box, worker=command,
@@ -654,6 +664,8 @@ class StudentRunner:
                     **drop,
                 )
             worker = _Worker(process)
+        if submission_fd is not None:
+            os.close(submission_fd)
         self._worker = worker
         self._started = True
         self._pint_ready = False
