@@ -46,6 +46,7 @@ from graders.regrade.state import (
 from graders.results.files import check_output_folder
 from graders.results.reports import read_valid_results, write_json_atomically
 from graders.sandbox.cleanup import process_alive, remove_tree, report_problems
+from graders.sandbox.confinement import confinement_gap
 from graders.sandbox.platforms import needs_linux
 from graders.sandbox.privileges import close_to_others, running_as_root
 from graders.sandbox.runner import Limits
@@ -71,6 +72,7 @@ def run_regrade(args: argparse.Namespace) -> int:
 
         check_available()
     options = grade_options(args)
+    _check_confinement(allow_unconfined=args.allow_unconfined)
     submissions, warnings = discover(root, exclude=out)
     for warning in warnings:
         sys.stderr.write(f"graders: warning: {warning}\n")
@@ -101,6 +103,22 @@ def run_regrade(args: argparse.Namespace) -> int:
     written = write_outputs(out, entries, histogram=not args.no_histogram)
     _summary(entries, len(pending), time.monotonic() - started, written)
     return 0
+
+
+def _check_confinement(*, allow_unconfined: bool) -> None:
+    """Refuse to grade a class whose workers would run unconfined, unless the instructor
+    accepts the risk by name (``--allow-unconfined``); then say so once."""
+    gap = confinement_gap(running_as_root())
+    if gap is None:
+        return
+    if not allow_unconfined:
+        raise GraderError(
+            f"refusing to grade a class without confinement: {gap}. A hostile submission "
+            "could read your files, rewrite classmates' results and reach the network. "
+            "Install bubblewrap or enable user namespaces, or pass --allow-unconfined to "
+            "take that risk")
+    sys.stderr.write(f"graders: warning: grading without confinement (--allow-unconfined): "
+                     f"{gap}\n")
 
 
 def _close_class_folders(root: Path, out: Path) -> None:

@@ -40,6 +40,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from graders.sandbox import bubblewrap
 from graders.sandbox import platforms as platform_support
@@ -143,6 +144,23 @@ def protections_for(sandbox: SandboxUser | None) -> Protections:
                        f"{who}; no network, disk or IPC confinement ({why_not}; {reason})")
 
 
+#: The one line ``graders grade`` prints when the worker runs unconfined.
+UNCONFINED_WARNING = ("the student's code runs without confinement (no namespaces here): it "
+                      "can read and write this user's files and reach the network; see "
+                      "extra_data.protections in the results")
+#: A uid and gid that stand for any sandbox user when asking whether workers can be
+#: confined before a user is claimed (nobody's, on Debian and most systems).
+ANY_SANDBOX_ID = 65534
+
+
+def confinement_gap(as_root: bool) -> str | None:
+    """None when workers started here are confined (bubblewrap, or root's namespaces),
+    else why not: asked before a class is graded, with a stand-in sandbox user as root."""
+    sandbox = SandboxUser("any", ANY_SANDBOX_ID, ANY_SANDBOX_ID) if as_root else None
+    protections = protections_for(sandbox)
+    return None if protections.confined else protections.description
+
+
 @functools.cache
 def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
     """None when bubblewrap can confine a worker here as ``uid``/``gid`` (dropping to them
@@ -170,7 +188,7 @@ def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
     return f"bubblewrap cannot run here: {lines[-1]}"
 
 
-def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, object]:
+def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, Any]:
     """Popen's options that start a process as ``uid``/``gid`` with no other group."""
     return {"user": uid, "group": gid, "extra_groups": [], "umask": 0o077} if drop else {}
 
@@ -193,7 +211,7 @@ def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path], box: Pa
         space_bytes=TEMP_SPACE_BYTES, worker=worker)
 
 
-def start_options(sandbox: SandboxUser | None, submission_fd: int) -> dict[str, object]:
+def start_options(sandbox: SandboxUser | None, submission_fd: int) -> dict[str, Any]:
     """Popen's options for :func:`bubblewrap_command`: the descriptor passed down and, as
     root, the drop to the sandbox user before bwrap starts."""
     drop = _drop_options(sandbox.uid, sandbox.gid, True) if sandbox else {}
