@@ -33,6 +33,8 @@ SPACE = "/tmp"
 SYSTEM_PATH = "/usr/bin:/bin:/usr/local/bin"
 #: Kept from the host, read-only: what the dynamic loader reads.
 LOADER_FILES = ("/etc/ld.so.cache",)
+#: The anonymous file's name (shown in /proc only).
+SUBMISSION_FILE = "serving-grader-submission"
 #: Folders below the standard library that may hold installed packages: covered.
 PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
@@ -104,6 +106,21 @@ def interpreter_paths(executable: Path, environment: Mapping[str, str],
         paths.append(shared_library)
     covered = [stdlib / name for name in PACKAGE_FOLDERS if (stdlib / name).is_dir()]
     return paths, covered
+
+
+def submission_descriptor(code: bytes) -> int:
+    """A descriptor (close-on-exec: pass it down with ``pass_fds``) holding ``code`` from
+    its start: an anonymous file, so nothing on the disk is read again for the worker."""
+    fd = os.memfd_create(SUBMISSION_FILE, os.MFD_CLOEXEC)
+    try:
+        view = memoryview(code)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[Path],

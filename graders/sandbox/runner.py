@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from graders.sandbox import platforms as platform_support
+from graders.sandbox.bubblewrap import submission_descriptor
 from graders.sandbox.cleanup import kill_session, remove_tree, report_problems, sweep_user
 from graders.sandbox.confinement import (
     LAUNCHER_FAILED,
@@ -288,6 +289,7 @@ class StudentRunner:
         self._box = self.root / "box"
         self._box.mkdir(mode=0o700, exist_ok=True)
         (self._box / SUBMISSION_NAME).write_bytes(submission)
+        self._submission = submission  # what a confined worker gets, whatever the box holds
         if sandbox is not None:  # the sandbox user may enter the root, and own only the box
             self.root.chmod(0o711)
             for path in (self._box, self._box / SUBMISSION_NAME):
@@ -627,8 +629,7 @@ class StudentRunner:
         drop: dict[str, Any] = {}
         submission_fd: int | None = None
         if self._protections.tool == "bubblewrap":  # see graders.sandbox.bubblewrap
-            submission_fd = os.open(self._box / SUBMISSION_NAME,
-                                    os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            submission_fd = submission_descriptor(self._submission)
             command = bubblewrap_command(self._python, box=self._box, worker=command,
                                          folders=(self._runtime, self._definitions),
                                          submission_fd=submission_fd)
@@ -931,6 +932,8 @@ class StudentRunner:
             code = worker.process.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             return "the worker closed its output"
+        if code > 128 and self._protections.tool == "bubblewrap":
+            code = 128 - code  # bwrap reports a worker killed by signal N as 128 + N
         if code < 0:
             try:
                 name = signal.Signals(-code).name
