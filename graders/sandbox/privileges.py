@@ -46,6 +46,9 @@ from graders.sandbox.runtime import publish_folder
 MAX_POOL_USERS = 64
 #: Where sandbox users' locks live (root-only); without /run, a folder in the temp folder.
 LOCK_FOLDER = Path("/run/serving-grader")
+#: Where gradings that drop privileges make their folders when the temporary folder is
+#: closed to the sandbox user (see :func:`grading_parent`).
+GRADINGS_FOLDER = LOCK_FOLDER.parent / "serving-grader-gradings"
 #: ``NAME:FD``: a lock on sandbox user NAME that the parent process holds for this one,
 #: passed down as descriptor FD (a regrade job's slot user, for its ``graders grade``).
 LOCK_VARIABLE = "SERVING_GRADER_SANDBOX_LOCK"
@@ -317,6 +320,42 @@ def _create_user(name: str) -> None:
 
 
 _USERADD_ATTEMPTS = 10
+
+
+def grading_parent(sandbox: SandboxUser | None) -> Path | None:
+    """Where a grading makes its folders (the worker's box among them): None for the
+    temporary folder, unless a sandbox user could not reach it (a ``TMPDIR`` of mode 700);
+    then :data:`GRADINGS_FOLDER`, which this user owns and every user may traverse.
+
+    Raises :class:`SandboxError`, saying what to do, when there is no such folder either.
+    """
+    temp = Path(tempfile.gettempdir())
+    if sandbox is None or traversable_by_others(temp):
+        return None
+    try:
+        with contextlib.suppress(FileExistsError):
+            GRADINGS_FOLDER.mkdir(mode=0o711, parents=True)
+        info = GRADINGS_FOLDER.lstat()
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() \
+                and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            GRADINGS_FOLDER.chmod(0o711)
+            if traversable_by_others(GRADINGS_FOLDER):
+                return GRADINGS_FOLDER
+    except OSError:
+        pass
+    raise SandboxError(f"the sandbox user cannot reach the temporary folder {temp} (it or a "
+                       f"folder above it is closed to other users), nor {GRADINGS_FOLDER}: "
+                       "make the temporary folder traversable (chmod o+x) or set TMPDIR to "
+                       "one that is, such as /tmp")
+
+
+def traversable_by_others(path: Path) -> bool:
+    """Whether a user with no ownership or group rights can pass through ``path``."""
+    try:
+        return all(folder.stat().st_mode & stat.S_IXOTH
+                   for folder in [path.resolve(), *path.resolve().parents])
+    except OSError:
+        return False
 
 
 def reachable_by_others(path: Path, *, execute: bool = False) -> bool:

@@ -58,6 +58,7 @@ from graders.sandbox.privileges import (
     TOKEN_VARIABLE,
     SandboxUser,
     WorkerPython,
+    grading_parent,
     sweep,
     worker_python,
 )
@@ -276,7 +277,8 @@ class StudentRunner:
         self.budget = budget if budget is not None else TimeBudget.of(self.limits)
         self.sandbox = sandbox
         self._owns_root = root is None
-        self.root = Path(tempfile.mkdtemp(prefix="serving-grader-")) if root is None else root
+        self.root = root or Path(tempfile.mkdtemp(prefix="serving-grader-",
+                                                  dir=grading_parent(sandbox)))
         self._runtime = cached_runtime(self.root)
         self._definitions = worker_definitions(self._runtime, self.root)
         self._grader_definitions: Path | None = None
