@@ -133,8 +133,11 @@ def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[P
     ``submission_fd`` must be open on ``serving.py`` and passed down (``pass_fds``); the
     worker finds its copy at ``box / submission_name``, the host path of its box.
     """
+    # the tmpfs first: what is bound read-only may lie below /tmp (a private cache in TMPDIR)
     command = [str(bwrap), "--unshare-all", "--die-with-parent", "--new-session",
-               "--cap-drop", "ALL", "--hostname", "sandbox"]
+               "--cap-drop", "ALL", "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
+               "--size", str(space_bytes), "--perms", "0700", "--tmpfs", SPACE,
+               "--symlink", SPACE, "/var/tmp"]
     for path in [*read_only, *(Path(file) for file in LOADER_FILES)]:
         if os.path.exists(path):
             command += ["--ro-bind", str(path), str(path)]
@@ -143,9 +146,7 @@ def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[P
     # bwrap resolves an absolute link against the host's root while it builds the sandbox:
     # the box is made at its own path when that lies in the tmpfs, else linked to it
     inside = box if Path(SPACE) in box.parents else Path(SPACE) / "box"
-    command += ["--proc", "/proc", "--dev", "/dev",
-                "--size", str(space_bytes), "--perms", "0700", "--tmpfs", SPACE,
-                "--symlink", SPACE, "/var/tmp", "--perms", "0700", "--dir", str(inside)]
+    command += ["--perms", "0700", "--dir", str(inside)]
     if inside != box:
         command += ["--symlink", str(inside), str(box)]
     command += ["--perms", "0600", "--file", str(submission_fd),
