@@ -1,4 +1,6 @@
-"""The disk search: a world-readable copy of the grader earns a confined worker nothing.
+"""Confinement, graded with the CLI: the disk search and the ordinary user's regrade.
+
+The disk search: a world-readable copy of the grader earns a confined worker nothing.
 
 ``search_disk_for_grader`` walks the whole disk for any ``reference/__init__.py`` it can
 read (an instructor's checkout in a home folder of mode 755, an install in /opt or /srv)
@@ -7,23 +9,49 @@ outside the temporary folder, checks that an ordinary process of another user co
 import it there, and grades the case with the CLI: the worker sees only its runtime and
 its box (bubblewrap's allowlist), so the theft finds nothing and the case scores the
 honest baseline, 88.0 (serve's 12 points lost).
+
+The ordinary user's regrade: an instructor without root grades a class of three with
+``graders regrade``, run by the system's Python from a world-readable install (the
+grader's own interpreter lies in /root). ``ordinary_user_regrade`` is honest code that,
+at import, reads the user's secret, rewrites every results.json it finds under /home,
+plants pickles in the grader's cache, knocks on a server on the host's loopback and
+SIGKILLs every other process of its user. Confined (user, pid, mount and network
+namespaces, the allowlist), none of it happens: the classmates' grades are exactly theirs,
+the secret appears in no output, nothing is planted, nobody knocks, the regrade completes
+and nothing of the user is left running.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
+import os
 import secrets
 import shutil
+import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import ADVERSARIAL, AS_ROOT, REPO, grade_case
+from helpers import (
+    ADVERSARIAL,
+    AS_ROOT,
+    CORPUS,
+    CORPUS_EXPECTED,
+    KILL_GRACE_S,
+    REPO,
+    grade_case,
+    ordinary_user,
+    processes_of,
+)
 
 from graders.sandbox.confinement import bubblewrap_support
 from graders.sandbox.privileges import worker_python
+from graders.versions import GRADING_PACKAGES, distribution_closure
 
 pytestmark = pytest.mark.slow
 
@@ -81,3 +109,116 @@ def test_a_disk_search_for_a_readable_grader_copy_earns_nothing(readable_copy: P
         assert not case.survivors
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# --- the ordinary user's regrade -------------------------------------------------------------
+
+REGRADE_CASE = "ordinary_user_regrade"
+INSTRUCTOR = "serving-grader-test-instructor"
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+#: Where the attack knocks (KNOCKED_PORTS in its serving.py).
+KNOCKED_PORTS = range(47820, 47830)
+BUGGY = "variability_linear_cv"
+#: The distributions a regrade imports (the grading ones and PyYAML).
+REGRADE_DISTRIBUTIONS = (*GRADING_PACKAGES, "pyyaml")
+
+
+def ordinary_regrade_unsupported() -> str | None:
+    if not AS_ROOT:
+        return "making the ordinary user needs root (CI runs as root)"
+    if not SYSTEM_PYTHON.is_file():
+        return f"no {SYSTEM_PYTHON} for the ordinary user to run the grader with"
+    entry = ordinary_user(INSTRUCTOR)
+    return bubblewrap_support(entry.pw_uid, entry.pw_gid, True)
+
+
+def world_readable_install(folder: Path) -> str:
+    """The grader and its regrade dependencies, copied where any user can import them;
+    returns the PYTHONPATH that finds them."""
+    site, project = folder / "site", folder / "project"
+    for dist in distribution_closure(REGRADE_DISTRIBUTIONS):
+        for file in dist.files or ():
+            source = Path(str(dist.locate_file(file)))
+            if source.is_file() and "__pycache__" not in file.parts:
+                (site / file).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, site / file)
+    for name in ("graders", "reference", "tracks"):
+        shutil.copytree(REPO / name, project / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "pyproject.toml", project / "pyproject.toml")
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return f"{site}:{project}"
+
+
+@pytest.fixture
+def knocked() -> Iterator[socket.socket]:
+    """The server the attack knocks on, on the host's loopback."""
+    for port in KNOCKED_PORTS:
+        with contextlib.suppress(OSError):
+            server = socket.create_server(("127.0.0.1", port))
+            break
+    else:
+        pytest.fail("no free port in 47820-47829")
+    server.setblocking(False)
+    with server:
+        yield server
+
+
+@pytest.mark.skipif(ordinary_regrade_unsupported() is not None,
+                    reason=str(ordinary_regrade_unsupported()))
+def test_an_ordinary_users_regrade_keeps_every_grade_file_and_process_its_own(
+        knocked: socket.socket) -> None:
+    entry = ordinary_user(INSTRUCTOR)
+    home, token = Path(entry.pw_dir), secrets.token_hex(16)
+    install = Path(tempfile.mkdtemp(prefix="ordinary-regrade-", dir="/tmp"))
+    work = home / f"course-{token[:8]}"
+    try:
+        pythonpath = world_readable_install(install)
+        shutil.rmtree(home / ".cache" / "serving-grader", ignore_errors=True)  # built anew
+        secret = home / "secret.txt"
+        secret.write_text(f"SECRET-{token}")
+        secret.chmod(0o600)
+        submissions = {"alice": CORPUS / "correct", "bob": CORPUS / BUGGY,
+                       "mallory": ADVERSARIAL / REGRADE_CASE}
+        for student, source in submissions.items():
+            (work / "class" / student).mkdir(parents=True)
+            shutil.copy2(source / "serving.py", work / "class" / student / "serving.py")
+        for path in [secret, home / ".cache", work, *work.rglob("*")]:
+            if path.exists():
+                os.chown(path, entry.pw_uid, entry.pw_gid)
+        completed = subprocess.run(
+            [str(SYSTEM_PYTHON), "-m", "graders", "regrade", "class", "--out", str(work / "out"),
+             "--jobs", "2", "--no-histogram"],
+            cwd=work, user=entry.pw_uid, group=entry.pw_gid, extra_groups=[],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+                 "PYTHONPATH": pythonpath},
+            capture_output=True, text=True, timeout=900, check=False)
+        deadline = time.monotonic() + KILL_GRACE_S  # as for every adversarial case
+        while (left_running := processes_of(entry.pw_uid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in left_running:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        with (work / "out" / "grades.csv").open(encoding="utf-8") as handle:
+            rows = {row["submission"]: row for row in csv.DictReader(handle)}
+        scores = {student: float(rows[student]["score"]) for student in submissions}
+        assert scores == {"alice": 100.0, "bob": CORPUS_EXPECTED[BUGGY].score,
+                          "mallory": 100.0}
+        assert {rows[student]["status"] for student in submissions} == {"graded"}
+        outputs = [path for path in work.rglob("*") if path.is_file()]
+        assert [str(path) for path in outputs if token.encode() in path.read_bytes()] == []
+        assert secret.read_text() == f"SECRET-{token}"
+        cache = home / ".cache"
+        assert [str(path) for path in cache.rglob("*") if path.is_file()
+                and (path.name == "planted.pickle" or b"PLANTED" in path.read_bytes())] == []
+        with pytest.raises(BlockingIOError):
+            knocked.accept()
+        assert left_running == {}
+        mallory = json.loads((work / "out" / "submissions" / "mallory" / "results.json"
+                              ).read_text(encoding="utf-8"))
+        assert mallory["extra_data"]["protections"]["tool"] == "bubblewrap"
+    finally:
+        shutil.rmtree(install, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)

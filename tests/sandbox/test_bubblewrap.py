@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import REPO, processes_marked
+from helpers import REPO, ordinary_user, processes_marked
 
 from graders.sandbox import bubblewrap
 from graders.sandbox.cleanup import cache_folder
@@ -262,12 +262,7 @@ def instructor() -> pwd.struct_passwd:
     """An ordinary user with a secret, a classmate's results and a grader cache."""
     if os.geteuid() != 0:
         pytest.skip("making the ordinary test user needs root (CI runs as root)")
-    try:
-        entry = pwd.getpwnam(INSTRUCTOR)
-    except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin",
-                        INSTRUCTOR], check=True, capture_output=True)
-        entry = pwd.getpwnam(INSTRUCTOR)
+    entry = ordinary_user(INSTRUCTOR)
     reason = bubblewrap_support(entry.pw_uid, entry.pw_gid, True)
     if reason is not None:
         pytest.skip(f"bubblewrap cannot run for an ordinary user here: {reason}")
