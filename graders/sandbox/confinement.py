@@ -119,7 +119,10 @@ def protections_for(sandbox: SandboxUser | None) -> Protections:
     uid, gid = (sandbox.uid, sandbox.gid) if sandbox else (os.geteuid(), os.getegid())
     who = ("the student's code runs as an unprivileged sandbox user of its own"
            if sandbox else "the student's code runs as this user")
-    why_not = bubblewrap_support(uid, gid, sandbox is not None)
+    # root without a sandbox user (the runner's own tests) keeps the worker beside it: in
+    # a user namespace of root's, it would still be root to every file it can see
+    why_not = "the grader is root without a sandbox user" if sandbox is None and \
+        platform_support.effective_uid() == 0 else bubblewrap_support(uid, gid, sandbox is not None)
     if why_not is None:
         return Protections(sandbox is not None, True, True, True,
                            f"{who}, in bubblewrap: it sees only its runtime (read-only) and "
@@ -182,6 +185,9 @@ def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
             check=False, **_drop_options(uid, gid, drop))
     except (OSError, subprocess.SubprocessError) as error:
         return f"bubblewrap cannot start: {error}"
+    finally:
+        if python.private is not None:  # a copy made for the probe alone
+            report_problems(remove_tree(python.private))
     if completed.returncode == 0:
         return None
     lines = completed.stderr.strip().splitlines() or [f"exit code {completed.returncode}"]
