@@ -65,9 +65,20 @@ def for_markdown(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", escape_controls(text))
 
 
+#: What needs escaping inside a Markdown table cell (inline content, never a line start):
+#: code, emphasis, links and images, raw HTML and entities, cell boundaries,
+#: strikethrough, math and e-mail autolinks; ``_`` only at a word's edge (GitHub ignores
+#: it inside a word), ``:`` only in ``://`` and ``.`` only after ``www`` (autolinks).
+_MARKDOWN_INLINE = re.compile(r"[\\`*\[\]<>|~&$@]|(?<!\w)_|_(?!\w)|:(?=//)|(?<=www)\.",
+                              re.IGNORECASE)
+
+
 def for_markdown_cell(text: str) -> str:
-    """``text`` inside one cell of a Markdown table: one line, markup escaped."""
-    return for_markdown(" ".join(text.split()))
+    """``text`` inside one cell of a Markdown table: one line, and only what Markdown
+    would read as markup there escaped, so that it stays readable as plain text
+    (``total_p99_ms: expected #``, not ``total\\_p99\\_ms\\: expected \\#``)."""
+    line = escape_controls(" ".join(text.split()))
+    return _MARKDOWN_INLINE.sub(lambda match: "\\" + match.group(), line)
 
 
 def for_html(text: str) -> str:

@@ -13,6 +13,7 @@ from reference.results import (
     ServeResult,
     ServingTrackProfile,
 )
+from reference.tails import mmc_p99_ms as exact_p99_ms
 
 __all__ = [
     "BatchingTaxResult",
@@ -25,6 +26,7 @@ __all__ = [
     "cache_capacity",
     "cold_start_latency",
     "erlang_c",
+    "exact_p99_ms",
     "queueing_latency",
     "quantity_to_float",
     "serve",

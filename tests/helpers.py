@@ -511,3 +511,31 @@ CORPUS_EXPECTED: dict[str, CorpusOutcome] = {
         "graders/suite/test_cases.py::test_quantity_to_float",
     }),
 }
+
+
+# --- the HTML pages in a real browser -------------------------------------------------------
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def chromium() -> str:
+    """The Chromium binary, or skip (``.ci/run`` installs Debian's chromium).
+
+    With ``SERVING_GRADER_REQUIRE_BROWSER=1`` (set by ``.ci/run``) a missing browser
+    fails the test instead: CI must run it.
+    """
+    required = os.environ.get("SERVING_GRADER_REQUIRE_BROWSER") == "1"
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        path, reason = None, "the browser test needs the playwright package (dev extra)"
+    else:
+        reason = "no chromium binary on PATH (apt-get install chromium; .ci/run does)"
+    if path is None:
+        if required:
+            pytest.fail(f"SERVING_GRADER_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    return path

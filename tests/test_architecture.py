@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("regrade", "export"),
     ("plugin",),
     ("feedback", "suite"),
-    ("results", "expected"),
+    ("results", "expected", "reality"),
     ("grading",),
     ("trackfiles", "sandbox"),
     ("base",),

@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from graders.errors import GraderError
-from graders.plugin.settings import OPTIONS, flag_value, grade_flag, positive_float, positive_int
+from graders.plugin.settings import (
+    OPTIONS,
+    flag_value,
+    grade_flag,
+    non_negative_float,
+    points_total,
+    positive_float,
+    positive_int,
+)
 from graders.versions import version_report
 
 USAGE_ERROR = 2
@@ -63,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_regrade(commands)
     if _present("graders.cli.tracks"):
         _add_tracks(commands)
+    if _present("graders.cli.reality"):
+        _add_reality(commands)
     return parser
 
 
@@ -93,6 +103,9 @@ def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
     gradescope.add_argument("--max-score", metavar="POINTS", default="100",
                             help="total points of the assignment (default 100; give the "
                                  "student bundle the same)")
+    gradescope.add_argument("--exact-p99-points", metavar="POINTS", default="0",
+                            help="grade the extension exact_p99_ms with this weight "
+                                 "(default 0: off, every score unchanged)")
     student = export_commands.add_parser(
         "student", help="the repository students clone: no reference, no hidden tests")
     student.add_argument("target", metavar="OUT_DIR", help="a new or empty folder")
@@ -125,6 +138,18 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
                               "rewrite classmates' results and reach the network")
     regrade.add_argument("--no-histogram", action="store_true",
                          help="skip histogram.png (needs matplotlib, the 'report' extra)")
+    regrade.add_argument("--pages", action="store_true",
+                         help="also write each student's HTML feedback page "
+                              "(submissions/<id>/feedback.html; about 0.3 s more each)")
+    regrade.add_argument("--names", action="store_true",
+                         help="show submission names and links to their pages on the class "
+                              "page and in report.json (default: counts and anonymous labels)")
+    regrade.add_argument("--mistakes", metavar="FILE",
+                         help="a TOML catalogue of your course's known mistakes, tried before "
+                              "the grader's own (format: docs/instructor-guide.md)")
+    regrade.add_argument("--due", metavar="TIME",
+                         help="the due date, e.g. '2024-03-01 23:59 -08:00', for the late "
+                              "columns of grades.csv when the metadata has none")
 
 
 
@@ -133,9 +158,11 @@ def _add_tracks(commands: argparse._SubParsersAction[_Parser]) -> None:
     track_commands = tracks.add_subparsers(dest="tracks_command", required=True,
                                            parser_class=_Parser)
     new = track_commands.add_parser("new", help="write a track file from MLSysIM refs")
-    new.add_argument("--id", required=True, dest="track_id", help="track id, e.g. jetson_orin")
-    new.add_argument("--hardware", required=True, help="MLSysIM hardware ref")
-    new.add_argument("--model", required=True, help="MLSysIM model ref")
+    new.add_argument("--id", dest="track_id", help="track id, e.g. jetson_orin (required)")
+    new.add_argument("--hardware", help="MLSysIM hardware ref (required; see --list)")
+    new.add_argument("--model", help="MLSysIM model ref (required; see --list)")
+    new.add_argument("--list", action="store_true", dest="list_refs",
+                     help="print the MLSysIM hardware and model refs accepted, then exit")
     new.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
                      help="a track field or lab default, e.g. label=Jetson or arrival_qps=40")
     new.add_argument("--tracks", metavar="DIR", help="folder to write into")
@@ -146,6 +173,20 @@ def _add_tracks(commands: argparse._SubParsersAction[_Parser]) -> None:
     show.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
     check = track_commands.add_parser("check", help="validate every track file")
     check.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
+
+
+def _add_reality(commands: argparse._SubParsersAction[_Parser]) -> None:
+    reality = commands.add_parser(
+        "reality", help="the exact or simulated tails beside the formulas' (never graded)")
+    reality_commands = reality.add_subparsers(dest="reality_command", required=True,
+                                              parser_class=_Parser)
+    build = reality_commands.add_parser(
+        "build", help="simulate every track's reality curves into the grader's cache (once; "
+                      "a grading only reads them)")
+    build.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
+    table = reality_commands.add_parser(
+        "table", help="print where the formulas hold, as the instructor guide's Markdown table")
+    table.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,6 +203,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from graders.regrade.command import run_regrade
 
             return run_regrade(args)
+        if args.command == "reality":
+            from graders.cli import reality
+
+            return reality.run_build(args) if args.reality_command == "build" \
+                else reality.run_table(args)
         from graders.cli import tracks as tracks_cli
 
         handlers = {"new": tracks_cli.run_new, "show": tracks_cli.run_show,
@@ -191,9 +237,10 @@ def _run_export(args: argparse.Namespace) -> int:
     export = importlib.import_module("graders.export.build")
 
     target = Path(args.target)
-    max_score = flag_value("--max-score", args.max_score, positive_float)
+    max_score = flag_value("--max-score", args.max_score, points_total)
     if args.export_command == "gradescope":
-        names = export.export_gradescope(target, max_score=max_score)
+        points = flag_value("--exact-p99-points", args.exact_p99_points, non_negative_float)
+        names = export.export_gradescope(target, max_score=max_score, exact_p99_points=points)
         print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "
               "Gradescope programming assignment")
         return 0

@@ -21,35 +21,61 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
 
 import pytest
 
-from graders.errors import SettingsError, SubmissionError
+from graders.errors import (
+    BELOW_FAIL_UNDER_EXIT,
+    GRADER_FAILED_EXIT,
+    GRADER_FAILURE_ADVICE,
+    GraderError,
+    SettingsError,
+    SubmissionError,
+)
+from graders.escaping import escape_controls
 from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
-from graders.results.classroom import github_output_line
-from graders.results.files import OutputPathError, check_output_file, install_file, remove_output
+from graders.results.classroom import classroom_results, github_output_line
+from graders.results.files import (
+    OutputPathError,
+    check_output_file,
+    install_file,
+    remove_output,
+    write_text_atomically,
+)
 from graders.results.reports import (
-    fallback_results,
+    grader_failure,
+    grader_failure_results,
+    interrupted_results,
     read_valid_results,
     unusable_submission_results,
     write_results,
 )
+from graders.sandbox.interrupts import Interruption, interruptible
 from graders.sandbox.submission import locate_submission, read_submission
 
 #: pytest exit codes after which grading completed, whatever the score.
 COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-GRADER_FAILED = 1
+GRADER_FAILED = GRADER_FAILED_EXIT
 USAGE_ERROR = 2
-BELOW_FAIL_UNDER = 3
-#: The exit-code policy of ``graders grade``, for CI pipelines and the README.
+BELOW_FAIL_UNDER = BELOW_FAIL_UNDER_EXIT
+#: 128 + the signal's number, the shell's convention.
+INTERRUPTED_SIGINT = 130
+INTERRUPTED_SIGTERM = 143
+#: The exit-code policy of ``graders grade``, for CI pipelines and docs/course-staff.md.
 EXIT_CODES = {
     0: "grading completed (whatever the score, unless --fail-under says otherwise)",
-    GRADER_FAILED: "the grader itself failed; fallback results (every test at 0, the reason) "
-                   "were written",
     USAGE_ERROR: "usage or configuration error, or no usable serving.py in the submission "
                  "(one line on stderr; for a submission that exists, --results still gets "
                  "0 points and the reason)",
     BELOW_FAIL_UNDER: "grading completed and the score is below --fail-under",
+    GRADER_FAILED: "the grader itself failed: no score; --results holds a grader-failure "
+                   "record (no score, the reason) and stderr one line saying what failed",
+    INTERRUPTED_SIGINT: "the grading was interrupted by SIGINT (Ctrl-C): its workers were "
+                        "stopped and its folders removed; no score: --results holds a "
+                        "grader-failure record whose extra_data.interrupted names the signal",
+    INTERRUPTED_SIGTERM: "the same, for SIGTERM",
 }
 
 
@@ -136,6 +162,28 @@ def run_grade(args: argparse.Namespace) -> int:
     for name, _ in OUTPUTS:  # only this run may leave these behind
         if getattr(args, name):
             remove_output(getattr(args, name))
+    results = Path(args.results) if args.results else None
+    targets = {name: getattr(args, name) for name in INSTALLED}
+    interruption = Interruption()
+    try:
+        with interruptible() as interruption:
+            return _grade(args, submission, fail_under, github_output)
+    except GraderError:
+        raise
+    except KeyboardInterrupt as error:  # SIGINT or SIGTERM: the run cleaned up on its way out
+        name = interruption.name(error)
+        sys.stderr.write(f"graders: the grading was interrupted by {name}: no score\n")
+        _report_no_score(interrupted_results(name), args, targets)
+        return interruption.exit_code(error)
+    except Exception as error:  # noqa: BLE001 - the guard: whatever failed, no score
+        recorded = _recorded_failure(results) if results is not None else None
+        _report_grader_failure(recorded or f"{type(error).__name__}: {error}", args, targets)
+        return GRADER_FAILED
+
+
+def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
+           github_output: Path | None) -> int:
+    """The grading run itself: pytest in a private scratch folder, the outputs installed."""
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
             _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                          # Hypothesis keeps no examples (database=None), but would still
@@ -148,19 +196,17 @@ def run_grade(args: argparse.Namespace) -> int:
         workdir = scratch / "run"
         workdir.mkdir()
         code = pytest.main(pytest_arguments(args, workdir, submission.resolve()))
-        _install_outputs(scratch, targets)
         if code == pytest.ExitCode.USAGE_ERROR:
             return USAGE_ERROR
-        completed = code in COMPLETED
+        if code == pytest.ExitCode.INTERRUPTED:  # before the plugin's hooks could say so
+            raise KeyboardInterrupt
         results = Path(args.results) if args.results else None
         document = read_valid_results(results) if results is not None else None
-        if results is not None and document is None:
-            reason = "no valid results were written" if completed else \
-                f"the grader stopped with pytest exit code {int(code)}"
-            write_results(results, fallback_results([], reason))
+        failure = _grader_failure(code, results, document)
+        if failure is not None:
+            _report_grader_failure(failure, args, targets)
             return GRADER_FAILED
-        if not completed:
-            return GRADER_FAILED
+        _install_outputs(scratch, targets)
         if github_output is not None and args.classroom:
             classroom = json.loads(Path(args.classroom).read_text(encoding="utf-8"))
             with github_output.open("a", encoding="utf-8") as stream:
@@ -172,6 +218,73 @@ def run_grade(args: argparse.Namespace) -> int:
                                  f"{fail_under:g}\n")
                 return BELOW_FAIL_UNDER
     return 0
+
+
+def _grader_failure(code: int, results: Path | None, document: dict[str, Any] | None
+                    ) -> str | None:
+    """Why the grading run failed as a grader (None when it completed with a result)."""
+    if code == GRADER_FAILED_EXIT:  # the plugin said so, and why, in the results
+        recorded = _recorded_failure(results) if results is not None else None
+        return recorded or "the grader failed (see the messages above)"
+    if code == pytest.ExitCode.INTERRUPTED:
+        return "the grading was interrupted"
+    if code not in COMPLETED:
+        return f"the grader stopped with pytest exit code {int(code)}"
+    if results is not None and document is None:
+        return "the grader wrote no valid results"
+    return None
+
+
+def _recorded_failure(results: Path) -> str | None:
+    try:
+        return grader_failure(json.loads(results.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def _report_grader_failure(reason: str, args: argparse.Namespace,
+                           targets: dict[str, str | None]) -> None:
+    """Say a grader failure everywhere, the same way: one line on stderr, the record at
+    --results, and no output that shows a score (the Classroom file says "error", the
+    JUnit file holds one errored test, the page says the grader failed; pytest's json
+    report, written by pytest itself, records the exit code)."""
+    sys.stderr.write(f"graders: error: the grader failed: {reason}; {GRADER_FAILURE_ADVICE}\n")
+    _report_no_score(grader_failure_results(reason), args, targets)
+
+
+def _report_no_score(record: dict[str, Any], args: argparse.Namespace,
+                     targets: dict[str, str | None]) -> None:
+    """Write a record that gives no score (a grader failure, an interruption) at --results,
+    and outputs that show no score at the other paths."""
+    reason = grader_failure(record) or "the grader failed"
+    if args.results:
+        write_results(Path(args.results), record)
+    if args.classroom:
+        _install_text(json.dumps(classroom_results([], grader_failure=reason), indent=2)
+                      + "\n", args.classroom, "--classroom")
+    if targets.get("junit_xml"):
+        _install_text(_junit_failure(reason), str(targets["junit_xml"]), "--junit-xml")
+    if args.html:
+        from graders.feedback.render import build_page
+
+        _install_text(build_page(record, []), args.html, "--html")
+
+
+def _junit_failure(reason: str) -> str:
+    """A JUnit XML file of one errored test: the grader failed (no test result is shown)."""
+    text = quoteattr(f"the grader failed: {escape_controls(reason)}")
+    return ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite '
+            'name="serving-lab" tests="1" errors="1" failures="0" skipped="0">'
+            f'<testcase classname="serving-lab" name="grader"><error message={text}/>'
+            "</testcase></testsuite></testsuites>\n")
+
+
+def _install_text(text: str, target: str, flag: str) -> None:
+    try:
+        write_text_atomically(Path(target), text)
+    except OSError as error:
+        raise OutputPathError(f"{flag} {target!r} could not be written: "
+                              f"{error.strerror or error}") from None
 
 
 @contextlib.contextmanager

@@ -11,6 +11,10 @@ The slot's lock on its sandbox user (passed down as in :mod:`graders.regrade.job
 for the whole life of this process: each grading gets a duplicate of the descriptor, so
 closing it at the end of the grading keeps the lock.
 
+A SIGTERM or SIGINT interrupts the grading under way as it does ``graders grade`` (its
+workers stopped, its folders removed, its results saying so); the process then replies
+and exits.
+
 Nothing a submission does reaches this process: student code runs in the workers only.
 The regrade still bounds each request with its timeout and, past it, kills this process
 and starts another for the next submission.
@@ -26,7 +30,11 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from graders.cli import main as graders_main
+from graders.cli.grade import INTERRUPTED_SIGINT, INTERRUPTED_SIGTERM
 from graders.sandbox.privileges import LOCK_VARIABLE, lock_inheritance, passed_lock
+
+#: The exit codes of a grading a signal interrupted: the process stops after it.
+INTERRUPTED = (INTERRUPTED_SIGINT, INTERRUPTED_SIGTERM)
 
 
 def held_lock() -> tuple[str, int] | None:
@@ -97,6 +105,8 @@ def serve(requests: TextIO, replies: TextIO) -> None:
         code = grade_one(json.loads(line), lock)
         replies.write(json.dumps({"code": code}) + "\n")
         replies.flush()
+        if code in INTERRUPTED:  # a signal stopped the grading (it cleaned up): stop too
+            return
 
 
 def main() -> int:

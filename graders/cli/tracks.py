@@ -16,6 +16,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from graders.errors import GraderError, TrackError
+from graders.reality.curves import RealityCurve
+from graders.reality.table import error_text, real_text
+from graders.trackfiles.sanity import default_warnings
 from graders.trackfiles.tracks import (
     Track,
     default_tracks_dir,
@@ -41,6 +44,14 @@ def run_new(args: argparse.Namespace) -> int:
     """Write ``<tracks>/<id>.toml`` from MLSysIM refs, or print it with ``--stdout``."""
     from graders.trackfiles.generate import generate_track_toml
 
+    if args.list_refs:
+        print_accepted_refs()
+        return 0
+    missing = [flag for flag, value in (("--id", args.track_id), ("--hardware", args.hardware),
+                                        ("--model", args.model)) if not value]
+    if missing:
+        raise TrackError(f"'graders tracks new' needs {', '.join(missing)}; "
+                         "'graders tracks new --list' prints the MLSysIM refs it accepts")
     settings = parse_settings(args.settings)
     if args.stdout:
         sys.stdout.write(generate_track_toml(args.track_id, args.hardware, args.model, settings))
@@ -57,21 +68,42 @@ def run_new(args: argparse.Namespace) -> int:
     text = generate_track_toml(args.track_id, args.hardware, args.model, settings)
     _write_atomically(target, text)
     print(f"wrote {display_path(target)}; see it with 'graders tracks show {args.track_id}'")
+    for warning in default_warnings(load_track(target)):
+        print(f"graders: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def print_accepted_refs() -> None:
+    """Print the MLSysIM refs ``graders tracks new`` accepts, one per line with its name."""
+    from graders.trackfiles.generate import accepted_refs
+
+    for what, refs in accepted_refs().items():
+        print(f"--{what} (MLSysIM {what} refs accepted):")
+        width = max((len(ref) for ref, _ in refs), default=0)
+        for ref, name in refs:
+            print(f"  {ref.ljust(width)}  {name}")
+    print("\nExample: graders tracks new --id my_track --hardware Hardware.Cloud.H100 "
+          "--model Models.Language.Llama2_70B --set slo_ms=200")
 
 
 def run_show(args: argparse.Namespace) -> int:
     """Print each track's profile and the reference's outputs at its defaults."""
+    from graders.reality.store import load_reality
+
     tracks = load_tracks(_folder(args.tracks))
+    reality = load_reality(tracks)
     if args.track_id is not None:
         tracks = (_find(tracks, args.track_id),)
-    print("\n\n".join("\n".join(show_lines(track)) for track in tracks))
+    print("\n\n".join("\n".join(show_lines(track, reality.get(track.track_id)))
+                       for track in tracks))
     return 0
 
 
 def run_check(args: argparse.Namespace) -> int:
     """Validate every track file and compute its outputs: one ``ok`` line per good file on
-    stdout, one ``graders: error:`` line per problem on stderr (every file is checked)."""
+    stdout, one ``graders: error:`` line per problem on stderr (every file is checked), and
+    one ``graders: warning:`` line, with its fix, per way a good file's defaults cannot
+    serve (:func:`graders.trackfiles.sanity.default_warnings`; the exit code stays 0)."""
     folder = _folder(args.tracks)
     files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
     if not files:
@@ -94,6 +126,8 @@ def run_check(args: argparse.Namespace) -> int:
             continue
         seen[track.track_id] = path
         print(f"ok  {track.track_id}  {display_path(path)}")
+        for warning in default_warnings(track):
+            print(f"graders: warning: {warning}", file=sys.stderr)
     return USAGE_ERROR if problems else 0
 
 
@@ -111,8 +145,9 @@ def parse_settings(items: Sequence[str]) -> dict[str, str]:
     return settings
 
 
-def show_lines(track: Track) -> list[str]:
-    """The lines ``graders tracks show`` prints for one track."""
+def show_lines(track: Track, reality: Sequence[RealityCurve] | None = None) -> list[str]:
+    """The lines ``graders tracks show`` prints for one track; beside each formula p99 the
+    exact or simulated one from ``reality`` (the track's reality curves), when built."""
     profile = track.reference_profile()
     rows = [("hardware", f"{profile.hardware_name} ({profile.hardware_ref})"),
             ("model", f"{profile.model_name} ({profile.model_ref})")]
@@ -121,19 +156,39 @@ def show_lines(track: Track) -> list[str]:
     from reference.profile import DEFAULT_FIELDS
 
     given = track.variant.defaults
+    fallbacks = {  # profile fields the hardware may leave out, and what stands in for them
+        "storage_bandwidth_gbs": ("storage", "memory bandwidth"),
+        "interconnect_bandwidth_gbs": ("interconnect", "memory bandwidth"),
+        "tdp_w": ("tdp", "0")}
 
     def defaulted(name: str) -> str:
         key = DEFAULT_FIELDS.get(name, (None, None))[0]
-        return "  (lab default)" if key is not None and key not in given else ""
+        if key is not None and key not in given:
+            return "  (lab default)"
+        if name in fallbacks and name not in given:
+            part, stand_in = fallbacks[name]
+            if getattr(track.hardware, part) is None:
+                return f"  (lab default: {stand_in}, the track has no hardware.{part})"
+        return ""
 
     rows += [(f.name, _with_unit(f.name, getattr(profile, f.name)) + defaulted(f.name))
              for f in fields(profile) if f.name not in skip]
     out = track.default_outputs()
     q, b, c, s = out.queueing, out.batching, out.cache, out.cold_start
+    real = {curve.function: curve.default for curve in reality or ()}
+
+    def beside(function: str) -> str:
+        point = real.get(function)
+        if point is None:
+            return "; real p99 not built (run 'graders reality build')"
+        return f"; real p99 {real_text(point)}, formula error {error_text(point)}"
+
     outputs = [
         ("queueing", f"utilization {_ratio(q.utilization)}, p99 {_amount(q.p99_latency_ms)} ms, "
-                     f"slo_ok {q.slo_ok}" + ("" if q.stable else " (unstable)")),
-        ("batching", f"total_p99 {_amount(b.total_p99_ms)} ms, slo_ok {b.slo_ok}"),
+                     f"slo_ok {q.slo_ok}" + ("" if q.stable else " (unstable)")
+                     + beside("queueing_latency")),
+        ("batching", f"total_p99 {_amount(b.total_p99_ms)} ms, slo_ok {b.slo_ok}"
+                     + beside("batching_tax")),
         ("cache", f"state {_amount(c.state_per_request_gb)} GB/request, "
                   f"max_concurrent {c.max_concurrent}, oom {c.oom}"),
         ("cold start", f"cold {_amount(s.cold_start_ms)} ms, exposed "

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from graders.errors import GraderError
 from graders.expected.golden import GOLDEN_NAME, build_golden
-from graders.grading.scoring import GraderMark
+from graders.grading.scoring import GraderMark, decimal_text, scaled_maxima
+from graders.reality.store import REALITY_NAME
 from graders.sandbox.cleanup import remove_tree
 from graders.suite import HIDDEN_PREFIX
 from graders.versions import GRADING_PACKAGES, pinned_requirements
@@ -33,7 +34,8 @@ from graders.versions import GRADING_PACKAGES, pinned_requirements
 TEMPLATES = Path(__file__).with_name("templates")
 #: Instructor-only parts of the ``graders`` package (sub-packages, or modules by their
 #: path in it), left out of the student bundle.
-INSTRUCTOR_ONLY = ("export", "regrade", "trackfiles/generate.py", "cli/tracks.py")
+INSTRUCTOR_ONLY = ("export", "regrade", "trackfiles/generate.py", "cli/tracks.py",
+                   "cli/reality.py")
 EXECUTABLE = 0o755
 #: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
 BUNDLED_NAMES = ("py.typed", "constraints.txt")
@@ -80,7 +82,7 @@ def suite_tests() -> list[SuiteTest]:
     return found
 
 
-def visible_share(tests: list[SuiteTest], max_score: float) -> float:
+def visible_share(tests: list[SuiteTest], max_score: Fraction) -> Fraction:
     """The points of the visible tests out of ``max_score``; checks hidden tests' homes."""
     misplaced = [f"{t.module}.{t.name}" for t in tests
                  if t.mark.visibility != "visible" and not t.module.startswith(HIDDEN_PREFIX)]
@@ -88,10 +90,13 @@ def visible_share(tests: list[SuiteTest], max_score: float) -> float:
         raise ExportError(f"{', '.join(misplaced)} is not visible but lives outside a "
                           f"{HIDDEN_PREFIX}*.py module; move it (and its cases) there so the "
                           "student bundle can leave it out")
-    whole = sum((Fraction(t.mark.points) for t in tests), Fraction(0))
-    visible = sum((Fraction(t.mark.points) for t in tests if t.mark.visibility == "visible"),
-                  Fraction(0))
-    return round(float(Fraction(max_score) * visible / whole), 6) if whole else 0.0
+    whole = sum((Fraction(str(t.mark.points)) for t in tests), Fraction(0))
+    visible = sum((Fraction(str(t.mark.points)) for t in tests
+                   if t.mark.visibility == "visible"), Fraction(0))
+    # shared as the grading shares it (graders.plugin.hooks): the visible tests of the
+    # official grading are worth exactly what the bundle grades out of
+    return scaled_maxima({"visible": visible, "other": whole - visible}, max_score,
+                         groups={"visible": "visible", "other": "other"})["visible"]
 
 
 # --- the Gradescope zip ------------------------------------------------------------------
@@ -111,9 +116,12 @@ def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
     yield "student_template/serving.py", root / "student_template" / "serving.py"
 
 
-def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
-    """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``;
-    return its member names."""
+def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100),
+                      exact_p99_points: float = 0.0) -> list[str]:
+    """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``
+    (and the extension exact_p99_ms for ``exact_p99_points``, 0: off); return its member
+    names."""
+    max_score = Fraction(max_score)
     root = project_root()
     suite_tests()  # a suite that does not import must not ship
     if target.suffix != ".zip":
@@ -132,9 +140,15 @@ def export_gradescope(target: Path, *, max_score: float = 100.0) -> list[str]:
                 info.compress_type = zipfile.ZIP_DEFLATED
                 data = path.read_bytes()
                 if name == "run_autograder":
-                    data = _with_max_score(data, max_score)
+                    data = _with_setting(data, "MAX_SCORE", "100", decimal_text(max_score))
+                    data = _with_setting(data, "EXACT_P99_POINTS", "0", f"{exact_p99_points:g}")
                 archive.writestr(info, data)
                 names.append(name)
+            info = zipfile.ZipInfo(f"graders/{REALITY_NAME}", date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, _reality_text(root))
+            names.append(info.filename)
         temporary.replace(target)
     finally:
         temporary.unlink(missing_ok=True)
@@ -160,7 +174,7 @@ def student_members(root: Path) -> Iterator[tuple[str, Path]]:
         yield f"tracks/{path.name}", path
 
 
-def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
+def export_student(target: Path, *, max_score: Fraction = Fraction(100)) -> list[str]:
     """Write the student bundle into the new or empty folder ``target``; return its files."""
     from graders.expected.oracle import ReferenceOracle
     from graders.feedback.curves import curve_cases
@@ -170,10 +184,10 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
     root = project_root()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ExportError(f"{target} exists and is not an empty folder; choose a new folder")
-    share = visible_share(suite_tests(), max_score)
+    share = visible_share(suite_tests(), Fraction(max_score))
     tracks = load_tracks(root / "tracks")
     cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
-    golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=share)
+    golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=float(share))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".student-", dir=target.parent))
     staging.chmod(0o755)
@@ -186,9 +200,10 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
             written.append(name)
         generated = {
             f"graders/{GOLDEN_NAME}": json.dumps(golden, indent=1, allow_nan=False) + "\n",
+            f"graders/{REALITY_NAME}": _reality_text(root),
             "pyproject.toml": _student_pyproject(root),
-            "README.md": _fill("student_README.md", visible_max=f"{share:g}",
-                               max_score=f"{max_score:g}",
+            "README.md": _fill("student_README.md", visible_max=decimal_text(share),
+                               max_score=decimal_text(Fraction(max_score)),
                                track_count=str(len(tracks)),
                                track_labels=", ".join(t.label for t in tracks)),
             ".github/workflows/classroom.yml": (TEMPLATES / "classroom.yml").read_text(),
@@ -205,6 +220,14 @@ def export_student(target: Path, *, max_score: float = 100.0) -> list[str]:
     finally:
         remove_tree(staging)
     return sorted(written)
+
+
+def _reality_text(root: Path) -> str:
+    """The tracks' reality curves, precomputed for the page (never run while grading)."""
+    from graders.reality.store import exported_text
+    from graders.trackfiles.tracks import load_tracks
+
+    return exported_text(load_tracks(root / "tracks"))
 
 
 def _student_pyproject(root: Path) -> str:
@@ -224,11 +247,12 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
-def _with_max_score(script: bytes, max_score: float) -> bytes:
-    placeholder = b'MAX_SCORE="100"'
+def _with_setting(script: bytes, name: str, default: str, value: str) -> bytes:
+    """run_autograder with its ``NAME="default"`` line set to ``value``."""
+    placeholder = f'{name}="{default}"'.encode()
     if script.count(placeholder) != 1:
-        raise ExportError("run_autograder must set MAX_SCORE=\"100\" exactly once")
-    return script.replace(placeholder, f'MAX_SCORE="{max_score:g}"'.encode())
+        raise ExportError(f"run_autograder must set {name}=\"{default}\" exactly once")
+    return script.replace(placeholder, f'{name}="{value}"'.encode())
 
 
 def _fill(template: str, **values: str) -> str:

@@ -11,16 +11,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from graders.grading.cases import Case
+from graders.reality.curves import BATCHES
+from graders.reality.curves import LOADS as STABLE_LOADS
 
 if TYPE_CHECKING:
     from graders.trackfiles.tracks import Track
 
 Scale: TypeAlias = Literal["linear", "log", "symlog"]
 
-#: Loads, as fractions of the fleet's capacity, up to and past saturation.
-LOADS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99, 1.0,
-         1.1, 1.25)
-BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+#: Loads, as fractions of the fleet's capacity, up to and past saturation (the stable ones
+#: are the reality curves' loads, so that both are drawn at the same inputs).
+LOADS = (*STABLE_LOADS, 1.0, 1.1, 1.25)
 CONTEXTS = tuple(2**power for power in range(7, 19))  # 128 to 262,144 tokens
 BANDWIDTHS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
 #: Scale-out of the warm-pool sweep, unless the track's own is larger.

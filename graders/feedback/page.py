@@ -8,13 +8,15 @@ A failure here never costs the results: the page then says what went wrong.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graders.feedback.curves import track_sweeps
 from graders.feedback.measure import MeasuredSweep, measure
 from graders.feedback.render import PlotView, build_page
+from graders.reality.curves import RealityCurve
+from graders.reality.store import load_reality
 from graders.results.files import write_text_atomically
 
 if TYPE_CHECKING:
@@ -30,6 +32,8 @@ class FeedbackReport:
     track_labels: Mapping[str, str]
     measured: tuple[MeasuredSweep, ...]
     error: str | None = None
+    #: Each track's reality curves, read from their cache (none when not built).
+    reality: Mapping[str, tuple[RealityCurve, ...]] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, tracks: Sequence[Track], runner: StudentRunner,
@@ -44,21 +48,25 @@ class FeedbackReport:
         except Exception as error:  # the grader's own failure: report it, keep grading
             return cls(labels, (), f"the curves could not be measured: "
                                    f"{type(error).__name__}: {error}")
-        return cls(labels, tuple(measured))
+        try:
+            reality = load_reality(tracks)
+        except Exception:  # the reality curves are a bonus: never a failure of the page
+            reality = {}
+        return cls(labels, tuple(measured), reality=reality)
 
     def views(self) -> list[PlotView]:
         """One view per track and plotted function, with its figure drawn."""
-        from graders.feedback.plots import figure_uri
-
         groups: dict[tuple[str, str], list[MeasuredSweep]] = {}
         for item in self.measured:  # in track order, then function order
             groups.setdefault((item.sweep.track_id, item.sweep.function), []).append(item)
         views = []
         for (track_id, function), sweeps in groups.items():
             plotted = [m for m in sweeps if m.plotted]
+            real = next((c for c in self.reality.get(track_id, ()) if c.function == function),
+                        None)
             views.append(PlotView(
                 track_id=track_id, track_label=self.track_labels.get(track_id, track_id),
-                function=function, image=figure_uri(plotted) if plotted else None,
+                function=function, image=_figure(plotted, real) if plotted else None,
                 messages=_unique(m.message for m in sweeps if m.message),
                 notes=_unique(note for m in plotted for note in m.notes),
                 violations=_unique(f"{m.sweep.x_label} = {m.sweep.xs[v.index]:g}: {v.rule}"
@@ -77,7 +85,7 @@ class FeedbackReport:
         if error is not None:
             document = _with_note(document, error)
         try:
-            return build_page(document, views)
+            return build_page(document, views, reality=self.reality)
         except Exception as failure:  # e.g. a malformed document: say so, keep the score
             reason = f"the page could not be built: {type(failure).__name__}: {failure}"
             score = document.get("score", 0.0)
@@ -88,6 +96,12 @@ class FeedbackReport:
         """Write the page to ``path`` atomically; a character UTF-8 cannot encode is
         written as its escape, so encoding never fails."""
         write_text_atomically(path, self.page(document))
+
+
+def _figure(plotted: list[MeasuredSweep], reality: RealityCurve | None) -> str:
+    from graders.feedback.plots import figure_uri
+
+    return figure_uri(plotted) if reality is None else figure_uri(plotted, reality)
 
 
 def _with_note(document: Mapping[str, Any], note: str) -> dict[str, Any]:

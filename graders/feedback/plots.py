@@ -19,6 +19,7 @@ from graders.feedback.legend import Entry, draw_legend
 from graders.feedback.measure import MeasuredSweep
 from graders.feedback.scales import Kind, Scale, autoscale, choose_ticks, label, representable
 from graders.feedback.svg import Canvas, Marker, Point, Stroke, fit, text_width
+from graders.reality.curves import RealityCurve, RealityPoint
 
 FIELD_LABELS = {
     "p99_latency_ms": "p99", "p999_latency_ms": "p999", "total_p99_ms": "total p99",
@@ -26,6 +27,10 @@ FIELD_LABELS = {
     "cold_start_ms": "cold start", "exposed_first_request_ms": "exposed latency",
 }
 COLORS = ("#1f5fbf", "#d9731a")
+#: The reality curve: its colour, the field it goes beside, the flips' diamonds.
+REALITY = "#2e8b3e"
+REALITY_FIELDS = {"queueing_latency": "p99_latency_ms", "batching_tax": "total_p99_ms"}
+FLIP, FLIP_COLOR = 11.0, "#7b3fa0"
 VIOLATION = "#d62728"
 #: Where infinite values are drawn, as a fraction of the plot area's height.
 INF_HEIGHT = 0.96
@@ -97,14 +102,17 @@ class _Drawing:
         self.points.extend(points)
 
 
-def figure_uri(sweeps: Sequence[MeasuredSweep]) -> str:
-    """One figure, a panel per plotted panel of ``sweeps``, as an SVG ``data:`` URI."""
+def figure_uri(sweeps: Sequence[MeasuredSweep], reality: RealityCurve | None = None) -> str:
+    """One figure, a panel per plotted panel of ``sweeps``, as an SVG ``data:`` URI;
+    ``reality`` (the function's exact or simulated p99) is drawn on its field's panel."""
     panels = [(m, i) for m in sweeps if m.plotted for i in range(len(m.sweep.panels))]
     if not panels:
         raise ValueError("no sweep to plot")
     canvas = Canvas(PANEL_WIDTH * len(panels), PANEL_HEIGHT)
     for column, (measured, index) in enumerate(panels):
-        _draw(canvas, PANEL_WIDTH * column, measured, index)
+        shown = reality if reality is not None and REALITY_FIELDS.get(
+            reality.function) in measured.sweep.panels[index].fields else None
+        _draw(canvas, PANEL_WIDTH * column, measured, index, shown)
     return "data:image/svg+xml;base64," + base64.b64encode(canvas.document()).decode("ascii")
 
 
@@ -112,7 +120,8 @@ def _values(rows: Sequence[Row], name: str) -> list[float | None]:
     return [real(row, name) for row in rows]
 
 
-def _draw(canvas: Canvas, offset: float, measured: MeasuredSweep, index: int) -> None:
+def _draw(canvas: Canvas, offset: float, measured: MeasuredSweep, index: int,
+          reality: RealityCurve | None = None) -> None:
     sweep = measured.sweep
     panel = sweep.panels[index]
     xs = list(sweep.xs)
@@ -120,7 +129,9 @@ def _draw(canvas: Canvas, offset: float, measured: MeasuredSweep, index: int) ->
               for color, name in zip(COLORS, panel.fields, strict=False)]
     x_values = [*xs, *(g.value for g in panel.guides if g.axis == "x")]
     y_values = [*(y for _, _, ref, mine in curves for y in (*ref, *mine)),
-                *(g.value for g in panel.guides if g.axis == "y")]
+                *(g.value for g in panel.guides if g.axis == "y"),
+                *(y for p in _real_points(reality) for y in (p.p99_ms - p.half_ms,
+                                                             p.p99_ms + p.half_ms))]
     area, x_ticks, y_ticks = _layout(offset, autoscale(sweep.x_scale, x_values),
                                      autoscale(panel.y_scale, y_values))
     drawing = _Drawing(canvas, area)
@@ -132,6 +143,8 @@ def _draw(canvas: Canvas, offset: float, measured: MeasuredSweep, index: int) ->
                Entry(f"reference {shown}", Stroke(color, 5.3, opacity=0.3)))
         _curve(drawing, xs, student, panel.y_scale, height,
                Entry(f"yours: {shown}", Stroke(color, 1.6, DASHES["--"]), "circle", color, DOT))
+    if reality is not None:
+        _reality(drawing, reality)
     _guides(drawing, panel)
     _violations(drawing, measured, panel)
     canvas.rect((area.left, area.top), area.width, area.height, stroke=Stroke(FRAME, 1.0))
@@ -209,6 +222,38 @@ def _curve(drawing: _Drawing, xs: Sequence[float], ys: Sequence[float | None], k
                                 size=TRIANGLE))
         drawing.markers(infinite, "triangle", TRIANGLE, entry.stroke.color,
                         opacity=entry.stroke.opacity)
+
+
+def _real_points(curve: RealityCurve | None) -> list[RealityPoint]:
+    """The curve's points that have a finite p99 (unstable ones are not drawn)."""
+    if curve is None:
+        return []
+    return [p for p in curve.points if p.source != "unstable" and math.isfinite(p.p99_ms)]
+
+
+def _reality(drawing: _Drawing, curve: RealityCurve) -> None:
+    """The exact or simulated p99, its 95 % band, and a diamond where the SLO verdict of the
+    formula and of reality differ."""
+    a = drawing.area
+    shown = [p for p in _real_points(curve) if a.x.holds(p.x)
+             and a.y.holds(p.p99_ms) and a.y.holds(max(p.p99_ms - p.half_ms, a.y.low))
+             and a.y.holds(min(p.p99_ms + p.half_ms, a.y.high))]
+    if not shown:
+        return
+    simulated = any(p.source == "simulated" for p in shown)
+    if any(p.half_ms > 0 for p in shown):
+        upper = [a.point(p.x, min(p.p99_ms + p.half_ms, a.y.high)) for p in shown]
+        lower = [a.point(p.x, max(p.p99_ms - p.half_ms, a.y.low)) for p in reversed(shown)]
+        drawing.canvas.polygon([*upper, *lower], REALITY, opacity=0.18)
+    label = "simulated p99 (95 % band)" if simulated else "exact p99 (M/M/c)"
+    drawing.path([[a.point(p.x, p.p99_ms) for p in shown]], Stroke(REALITY, 1.8),
+                 round_cap=True)
+    drawing.legend.append(Entry(label, Stroke(REALITY, 1.8)))
+    flips = [a.point(p.x, p.p99_ms) for p in shown if p.flips(curve.slo_ms)]
+    if flips:
+        drawing.markers(flips, "diamond", FLIP, FLIP_COLOR, edge="#ffffff")
+        drawing.once(Entry("SLO verdict flips", marker="diamond", color=FLIP_COLOR,
+                           size=FLIP, edge="#ffffff"))
 
 
 def _guides(drawing: _Drawing, panel: Panel) -> None:

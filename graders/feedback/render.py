@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from graders.escaping import for_html
-from graders.results.reports import result_tags
+from graders.reality.curves import RealityCurve
+from graders.reality.table import error_text, input_text, milliseconds, real_text
+from graders.results.reports import TRACK_TABLE_TITLE, result_tags
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 STYLE = """
@@ -42,7 +44,31 @@ figure.plot h4, .no-plot h4 { margin: 0.3rem 0; }
            background: #fff4e5; border-left: 4px solid #d9731a; }
 .message { font-weight: 600; }
 .violations li { color: #b01e1e; } .notes li { color: #6b4e00; }
+.reality-note { background: #eef7f0; border-left: 4px solid #2e8b3e; padding: 0.3rem 1rem; }
+table.reality caption { text-align: left; font-weight: 600; padding-bottom: 0.2rem; }
 """
+REALITY_TEXT = (
+    '<div class="reality-note"><p><strong>Where the formulas meet reality (not graded).'
+    "</strong> The green line is the p99 a real queue with these inputs has: exact for "
+    "an M/M/c queue (service cv 1, no batching), otherwise simulated (Poisson arrivals, "
+    "gamma service times with the track's mean and cv, batches released when full) with "
+    "its 95 % confidence band shaded. You are graded on the lab's formulas, which differ "
+    "for three reasons:</p><ul>"
+    "<li><em>The service tail.</em> The formula adds a waiting-time quantile to the "
+    "<em>mean</em> service time; a real request's own service time has a tail too, so a "
+    "lightly loaded fleet's formula p99 is just its mean service time.</li>"
+    "<li><em>A mean added to a quantile.</em> batching_tax adds the <em>mean</em> time a "
+    "batch takes to fill; some requests wait for a whole batch, and that wait has a tail "
+    "of its own.</li>"
+    "<li><em>The distribution's shape.</em> Two service-time distributions with the same "
+    "mean and cv can have very different tails; no formula in the mean and cv alone can "
+    "know which one you have.</li></ul>"
+    "<p>A purple &#9670; marks an input at which the formula and reality disagree about "
+    "the SLO: the verdict would flip.</p></div>")
+REALITY_MISSING = (
+    '<p class="reality-missing">The real p99 of this track is not shown: its track file '
+    "changed after the curves were computed (an instructor recomputes them with "
+    "<code>graders reality build</code>).</p>")
 HIDDEN_ROW = "(hidden tests)"
 HIDDEN_TEXT = {
     "hidden": "hidden: its details are not shown",
@@ -83,28 +109,34 @@ def shown(value: float) -> str:
 
 
 def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
-               title: str = "Serving lab feedback") -> str:
-    """The whole page for one grading run."""
+               title: str = "Serving lab feedback",
+               reality: Mapping[str, Sequence[RealityCurve]] | None = None) -> str:
+    """The whole page for one grading run; ``reality``: each track's exact or simulated
+    tails, drawn in the figures and tabled under them (never graded)."""
     tests = [t for t in document.get("tests", []) if isinstance(t, Mapping)]
+    failed = document.get("grader_failed") is True  # a grader failure shows no score
     score = float(document.get("score", 0.0))
     extra = document.get("extra_data", {})
     maximum = float(extra.get("max_score", sum(float(t.get("max_score", 0)) for t in tests))
                     if isinstance(extra, Mapping) else 0.0)
+    headline = "grader failed" if failed else f"{shown(score)} / {shown(maximum)}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(title)}: {esc(shown(score))} / {esc(shown(maximum))}</title>",
+        f"<title>{esc(title)}: {esc(headline)}</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<header><h1>{esc(title)}</h1>",
+        '<p class="score" id="grader-failed">The grader failed: no score was given.</p>'
+        if failed else
         f'<p class="score">Score <span id="score" data-score="{esc(number(score))}">'
         f'{esc(shown(score))}</span> / <span id="max-score">{esc(shown(maximum))}</span></p>',
         f'<p class="summary">{esc(document.get("output", ""))}</p>',
         '<nav><a href="#scores">scores</a> &middot; <a href="#curves">curves</a> &middot; '
         '<a href="#feedback">feedback</a></nav></header>',
         _score_tables(tests),
-        _curves(plots),
+        _curves(plots, reality or {}),
         _feedback(tests),
         _versions(extra),
         "</body></html>",
@@ -143,7 +175,8 @@ def _score_tables(tests: Sequence[Mapping[str, Any]]) -> str:
                 row[2] += 1
         if not rows:
             continue
-        parts.append(f'<table class="by-{heading}"><thead><tr><th>{heading}</th><th>score</th>'
+        title = TRACK_TABLE_TITLE if heading == "track" else heading
+        parts.append(f'<table class="by-{heading}"><thead><tr><th>{title}</th><th>score</th>'
                      "<th>max</th><th>tests</th></tr></thead><tbody>")
         for name, (earned, maximum, count) in rows.items():
             parts.append(f'<tr data-{heading}="{esc(name)}"><td>{esc(name)}</td>'
@@ -184,12 +217,14 @@ def _test_item(test: Mapping[str, Any]) -> str:
     return item + "</li>"
 
 
-def _curves(plots: Sequence[PlotView]) -> str:
+def _curves(plots: Sequence[PlotView], reality: Mapping[str, Sequence[RealityCurve]]) -> str:
     parts = ['<section id="curves"><h2>Your curves against the reference</h2>',
              "<p>Thick pale lines are the reference; dashed lines with dots are yours. "
              "&#9650; at the top of a plot is an infinite value (an unstable queue); "
              "a red &#10006; marks a point where your values break one of the lab's "
              "invariants. Every point here uses the tracks' public data only.</p>"]
+    if reality:
+        parts.append(REALITY_TEXT)
     if not plots:
         parts.append("<p>No curves were measured.</p>")
     tracks: dict[str, list[PlotView]] = {}
@@ -200,9 +235,32 @@ def _curves(plots: Sequence[PlotView]) -> str:
                      f"<h3>{esc(members[0].track_label)} ({esc(track_id)})</h3>"
                      '<div class="plots">')
         parts.extend(_plot(plot) for plot in members)
-        parts.append("</div></section>")
+        missing = bool(reality) and track_id not in reality
+        parts.append("</div>" + (REALITY_MISSING if missing else
+                                 _reality_table(track_id, reality.get(track_id, ())))
+                     + "</section>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _reality_table(track_id: str, curves: Sequence[RealityCurve]) -> str:
+    """The track's formula p99 against the real one at its defaults, and every input at
+    which the SLO verdict would flip."""
+    if not curves:
+        return ""
+    rows = "".join(
+        f'<tr data-function="{esc(c.function)}"><td>{esc(c.function)}</td>'
+        f"<td>{esc(input_text(c, c.default.x))}</td>"
+        f'<td class="num">{esc(milliseconds(c.default.formula_p99_ms))}</td>'
+        f'<td class="num">{esc(real_text(c.default))}</td>'
+        f'<td class="num">{esc(error_text(c.default))}</td>'
+        f"<td>{esc(', '.join(input_text(c, p.x) for p in c.flips()) or 'nowhere')}</td></tr>"
+        for c in curves)
+    return (f'<table class="reality" data-track="{esc(track_id)}"><caption>Formula against '
+            "reality at the track's defaults (SLO "
+            f"{esc(milliseconds(curves[0].slo_ms))}; not graded)</caption><thead><tr>"
+            "<th>function</th><th>at</th><th>formula p99</th><th>real p99</th><th>error</th>"
+            f"<th>SLO verdict flips at</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def _plot(plot: PlotView) -> str:

@@ -79,8 +79,11 @@ class Scale:
 def autoscale(kind: Kind, values: Iterable[float | None]) -> Scale:
     """Limits holding every representable value, a margin of :data:`MARGIN` of the span
     beyond each end; a log or symlog axis whose positive range spans less than a decade
-    is linear instead (it reads better)."""
+    is linear instead (it reads better), and a symlog axis with no value below
+    :data:`LINTHRESH` is a log axis (no "0" tick where no value is near 0)."""
     shown = sorted(v for v in values if v is not None and representable(kind, v))
+    if kind == "symlog" and shown and shown[0] >= LINTHRESH:  # nothing near 0: a log
+        return autoscale("log", shown)                       # axis, and no "0" tick
     if not shown:
         return Scale(kind, 1.0, 10.0) if kind == "log" else Scale(kind, 0.0, 1.0)
     low, high = shown[0], shown[-1]

@@ -17,7 +17,7 @@ from graders.escaping import single_line
 
 Point = tuple[float, float]
 Anchor = Literal["start", "middle", "end"]
-Marker = Literal["circle", "triangle", "cross"]
+Marker = Literal["circle", "triangle", "cross", "diamond"]
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 #: Estimates of characters' widths, in font sizes (for layout; no font is measured):
@@ -26,9 +26,10 @@ _WIDTH_OF = {**dict.fromkeys(" .,:;'|!Iijl", 0.32), **dict.fromkeys("()[]{}-/frt
              **dict.fromkeys("mwMW", 0.9)}
 #: Characters XML 1.0 forbids that :func:`graders.escaping.single_line` keeps.
 _NONCHARACTERS = {0xFFFE: "\\ufffe", 0xFFFF: "\\uffff"}
-#: Marker outlines around (0, 0) for a size of 1: an upward triangle, a thick X.
+#: Marker outlines around (0, 0) for a size of 1: an upward triangle, a thick X, a diamond.
 _SHAPES: dict[str, tuple[Point, ...]] = {
     "triangle": ((0.0, -0.6), (0.55, 0.4), (-0.55, 0.4)),
+    "diamond": ((0.0, -0.6), (0.45, 0.0), (0.0, 0.6), (-0.45, 0.0)),
     "cross": tuple((round((x - y) / math.sqrt(8), 4), round((x + y) / math.sqrt(8), 4))
                    for x, y in ((0.35, 1), (0.35, 0.35), (1, 0.35), (1, -0.35),
                                 (0.35, -0.35), (0.35, -1), (-0.35, -1), (-0.35, -0.35),
@@ -144,6 +145,14 @@ class Canvas:
         data = "".join("M" + " ".join(f"{number(x + size * dx)} {number(y + size * dy)}"
                                       for dx, dy in outline) + "Z" for x, y in points)
         self._parts.append(f'<path d="{data}" {style}/>')
+
+    def polygon(self, points: Sequence[Point], fill: str, *, opacity: float = 1.0) -> None:
+        """A filled polygon without an outline (a confidence band); nothing if empty."""
+        if len(points) < 3:
+            return
+        data = "M" + " ".join(f"{number(x)} {number(y)}" for x, y in points) + "Z"
+        extra = f' fill-opacity="{opacity:g}"' if opacity != 1.0 else ""
+        self._parts.append(f'<path d="{data}" fill="{escape(fill)}"{extra} stroke="none"/>')
 
     def rect(self, corner: Point, width: float, height: float, *, fill: str = "none",
              stroke: Stroke | None = None, fill_opacity: float = 1.0) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from graders.grading.contract import CONTRACT_FUNCTIONS, RESULT_FIELDS
+from graders.grading.contract import CONTRACT_FUNCTIONS, EXTENSION_FIELDS, RESULT_FIELDS
 
 if TYPE_CHECKING:
     from graders.trackfiles.tracks import Track
@@ -39,6 +39,8 @@ class Case:
 
     @property
     def fields(self) -> tuple[str, ...] | None:
+        if self.function in EXTENSION_FIELDS:
+            return EXTENSION_FIELDS[self.function]
         return RESULT_FIELDS[self.function]
 
     def describe_inputs(self) -> str:
@@ -282,6 +284,18 @@ def profile_cases(track: Track) -> list[Case]:
                           (profile, variant, with_units(hardware, units),
                            with_units(model, units))))
     return cases
+
+
+@per_track
+def exact_p99_cases(track: Track) -> list[Case]:
+    """The extension exact_p99_ms: the track's service time and fleet from light load to
+    near saturation (stable loads only: the answer there is a real computation)."""
+    p = track.reference_profile()
+    capacity_qps = p.replicas * 1000.0 / p.service_ms
+    return [Case(f"load {rho:.0%} of capacity", "exact_p99_ms", (),
+                 {"arrival_qps": rho * capacity_qps, "service_ms": p.service_ms,
+                  "replicas": p.replicas})
+            for rho in LOAD_SWEEP if rho < 1.0]
 
 
 #: The visible per-track case generators, in suite order.

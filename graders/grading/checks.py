@@ -10,8 +10,14 @@ from typing import Any, Protocol
 
 from graders.escaping import single_line
 from graders.grading.cases import RESULT_FIELDS, Case
-from graders.grading.compare import Difference, Tolerance, compare
-from graders.grading.credit import FunctionEvidence, answer_key, is_trivial, trivial_refusal
+from graders.grading.compare import Difference, Tolerance, compare, type_name
+from graders.grading.credit import (
+    NOT_IMPLEMENTED,
+    FunctionEvidence,
+    answer_key,
+    is_trivial,
+    trivial_refusal,
+)
 from graders.grading.hints import hint_for
 from graders.sandbox.runner import CallOutcome, StudentRunner
 from graders.sandbox.wire import encode_argument
@@ -27,6 +33,13 @@ MAX_FEEDBACK_CHARS = 4000
 MAX_CASE_CHARS = 600
 #: Characters of a call failure's reason, and of a test's one-line summary.
 MAX_REASON_CHARS = 300
+#: Failed cases of one visible test whose values are kept for the class report's mistake
+#: clusters (``failed_cases`` in the test's extra_data).
+MAX_CASES_KEPT = 8
+#: Wrong fields kept of one case, and characters of one non-numeric value kept there
+#: (with the cases, a bound well under a results.json's reserved space).
+MAX_FIELDS_KEPT = 6
+MAX_KEPT_CHARS = 24
 #: The contract functions each function calls, per the lab: when one of them is wrong,
 #: its callers' failures start there.
 DEPENDS_ON: dict[str, tuple[str, ...]] = {
@@ -41,9 +54,11 @@ class GradingFailure(AssertionError):
     """Some of a test's cases failed; the message is the student's feedback, ``summary``
     its one line (for pytest's short summary)."""
 
-    def __init__(self, feedback: str, summary: str = "") -> None:
+    def __init__(self, feedback: str, summary: str = "", full: str = "") -> None:
         super().__init__(feedback)
         self.summary = summary or feedback.split("\n", 1)[0]
+        #: The feedback with nothing cut, for the HTML page.
+        self.full = full or feedback
 
 
 class StudentCallFailed(AssertionError):
@@ -57,6 +72,8 @@ class Tally:
     total: int = 0
     passed: int = 0
     failures: list[str] = field(default_factory=list)
+    #: The first failed cases' inputs and values, as plain JSON (see :func:`kept_case`).
+    kept: list[dict[str, Any]] = field(default_factory=list)
 
     def record(self, ok: bool, feedback: str = "") -> None:
         self.total += 1
@@ -66,28 +83,38 @@ class Tally:
             self.failures.append(feedback)
 
 
-def shortened(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, with a visible marker when cut."""
-    if len(text) <= limit:
+#: How far back from the limit a cut looks for a word boundary.
+WORD_BOUNDARY_REACH = 40
+
+
+def shortened(text: str, limit: int | None) -> str:
+    """``text`` cut to at most ``limit`` characters (None: never), at a word boundary
+    where one is near, with a visible marker when cut."""
+    if limit is None or len(text) <= limit:
         return text
-    return f"{text[:limit]}… [cut: {len(text) - limit} more characters]"
+    space = max(text.rfind(" ", 0, limit + 1), text.rfind("\n", 0, limit + 1))
+    end = space if space > 0 and space >= limit - WORD_BOUNDARY_REACH else limit
+    kept = text[:end].rstrip()
+    return f"{kept}… [cut: {len(text) - len(kept)} more characters]"
 
 
-def _number(value: Any) -> str:
+def _number(value: Any, limit: int | None = MAX_VALUE_CHARS) -> str:
     if isinstance(value, float):
         if math.isinf(value) or math.isnan(value):
             return str(value)
         return f"{value:.10g}"
     if isinstance(value, dict) and len(value) == 1:
-        return shortened(f"<{next(iter(value.values()))}>", MAX_VALUE_CHARS)
-    return shortened(repr(value), MAX_VALUE_CHARS)
+        return shortened(f"<{next(iter(value.values()))}>", limit)
+    return shortened(repr(value), limit)
 
 
-def describe_difference(function: str, difference: Difference, *, hints: bool = True) -> str:
+def describe_difference(function: str, difference: Difference, *, hints: bool = True,
+                        value_chars: int | None = MAX_VALUE_CHARS) -> str:
     """One line per wrong field: expected, got, errors, tolerance and a hint (none when
-    ``hints`` is False: a wrong function it depends on is the likelier cause)."""
-    line = (f"  {difference.field}: expected {_number(difference.expected)}, "
-            f"got {_number(difference.actual)} - {difference.reason}")
+    ``hints`` is False: a wrong function it depends on is the likelier cause); values cut
+    to ``value_chars`` characters (None: never)."""
+    line = (f"  {difference.field}: expected {_number(difference.expected, value_chars)}, "
+            f"got {_number(difference.actual, value_chars)} - {difference.reason}")
     if difference.abs_error is not None and difference.rel_error is not None:
         line += f"; abs error {difference.abs_error:.3g}, rel error {difference.rel_error:.3g}"
     hint = hint_for(function, difference.field)
@@ -106,18 +133,74 @@ def _short_number(value: Any) -> str:
 def failed_call_message(outcome: CallOutcome) -> str:
     """Why a call produced no value, in a student's words (an exception is named as
     raised; the grader's own reasons, e.g. a missing function, are not)."""
-    message = single_line(outcome.message)
+    message = single_line(outcome.message.split("\n", 1)[0]
+                          if outcome.status == "unimportable" else outcome.message)
     if outcome.status == "raised":
         if message.startswith("NotImplementedError"):
-            return f"not implemented yet ({message})"
+            return f"{NOT_IMPLEMENTED} ({message})"
         if not message.startswith("serving.py"):
             return f"raised {message}"
     return message
 
 
-def root_cause(function: str, wrong: Callable[[str], bool]) -> str | None:
+def _kept_value(value: Any) -> Any:
+    """A value as JSON keeps it: finite numbers, booleans and None as they are, infinities
+    and NaN as text, anything else by a short description."""
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return value[:MAX_KEPT_CHARS]
+    if isinstance(value, list | tuple):
+        return "sequence"
+    return type_name(value)[:MAX_KEPT_CHARS]
+
+
+def kept_case(case: Case, outcome: CallOutcome, differences: Iterable[Difference]
+              ) -> dict[str, Any]:
+    """A failed case as plain data for the class report: its id, its numeric inputs
+    (positional ones as ``arg0``, ``arg1``, ...), and either each wrong field's
+    ``[expected, got]`` (the first :data:`MAX_FIELDS_KEPT`) or the error (an exception's
+    name, or how the call failed)."""
+    inputs = {f"arg{index}": value for index, value in enumerate(case.args)}
+    inputs.update(case.kwargs)
+    kept: dict[str, Any] = {
+        "case": case.case_id,
+        "inputs": {name: value for name, value in inputs.items()
+                   if isinstance(value, int | float) and not isinstance(value, bool)
+                   and math.isfinite(value)}}
+    if not outcome.ok:
+        message = outcome.message.strip()
+        name = message.split(":", 1)[0] if outcome.status == "raised" else outcome.status
+        kept["error"] = name[:MAX_KEPT_CHARS] if name.isidentifier() else outcome.status
+    else:
+        kept["fields"] = {d.field: [_kept_value(d.expected), _kept_value(d.actual)]
+                          for d in list(differences)[:MAX_FIELDS_KEPT]}
+    return kept
+
+
+def missed_case(case: Case, outcome: CallOutcome, differences: list[Difference]) -> str:
+    """A failed case in a few words: which, on which track, and what was wrong, e.g.
+    ``case 'defaults' [cloud_fleet]: value expected 0.33554, got 0.16777``."""
+    where = f"case {case.case_id!r}" + (f" [{case.track_id}]" if case.track_id else "")
+    if not outcome.ok:
+        return f"{where}: {shortened(failed_call_message(outcome), MAX_VALUE_CHARS)}"
+    first = differences[0] if differences else None
+    if first is None:
+        return where
+    return (f"{where}: {first.field} expected {_short_number(first.expected)}, "
+            f"got {_short_number(first.actual)}")
+
+
+def root_cause(function: str, wrong: Callable[[str], bool],
+               unwritten: Callable[[str], bool] = lambda name: False) -> str | None:
     """The line that sends a student to the contract function ``function`` depends on
-    when that one is ``wrong`` too (the deepest wrong one of the chain), else None."""
+    when that one is ``wrong`` too (the deepest wrong one of the chain), else None; None
+    too when ``function`` itself is ``unwritten`` (not implemented: there is nothing to
+    blame on its dependencies), and an unwritten culprit is called so, never wrong."""
+    if unwritten(function):
+        return None
     chain = [function]
     culprit = None
     while DEPENDS_ON.get(chain[-1]):
@@ -127,8 +210,11 @@ def root_cause(function: str, wrong: Callable[[str], bool]) -> str | None:
     if culprit is None:
         return None
     uses = ", which uses your ".join(chain[1:culprit])
-    return (f"your {function} uses your {uses}, which is wrong for these inputs: "
-            f"fix {chain[culprit - 1]} first")
+    blamed = chain[culprit - 1]
+    if unwritten(blamed):
+        return (f"your {function} uses your {uses}, which is {NOT_IMPLEMENTED}: "
+                f"write {blamed} first")
+    return f"your {function} uses your {uses}, which is wrong for these inputs: fix {blamed} first"
 
 
 class CaseSource(Protocol):
@@ -158,13 +244,17 @@ class Grading:
         self._notes: list[str] = []
         self._root_cause: str | None = None
         self._first_problem = ""
+        #: Each failed case's feedback uncut, for the HTML page.
+        self._full_failures: list[str] = []
+        #: Right answers that do not count (yet): trivial ones held back, or a constant's.
+        self._held = 0
         self.tally = Tally()
 
     def check(self, cases: Iterable[Case]) -> None:
         """Check every case; raise :class:`GradingFailure` with feedback if any failed."""
         trivial_passes = 0
         functions: set[str] = set()
-        failed: list[tuple[str, str, list[Difference]]] = []
+        failed: list[tuple[str, str, str, list[Difference]]] = []
         for case in cases:
             functions.add(case.function)
             expected = self._source.expected(case)
@@ -177,76 +267,108 @@ class Grading:
                 if failure is not None:
                     failed.append(failure)
         if failed:  # asks the functions it depends on only when something failed
-            causes = [root_cause(function, lambda f: self._source.evidence(f).wrong)
+            causes = [root_cause(function, lambda f: self._source.evidence(f).wrong,
+                                 lambda f: self._source.evidence(f).not_implemented)
                       for function in sorted(functions)]
             self._root_cause = next((cause for cause in causes if cause), None)
-        for heading, function, differences in failed:
-            lines = [describe_difference(function, d, hints=self._root_cause is None)
-                     for d in differences]
-            self.tally.failures.append(shortened("\n".join([heading, *lines]),
+        hints = self._root_cause is None
+        for heading, message, function, differences in failed:
+            lines = [describe_difference(function, d, hints=hints) for d in differences]
+            capped = [shortened(heading, 2 * MAX_VALUE_CHARS),
+                      *([f"  {shortened(message, MAX_REASON_CHARS)}"] if message else [])]
+            self.tally.failures.append(shortened("\n".join([*capped, *lines]),
                                                  MAX_CASE_CHARS))
+            self._full_failures.append("\n".join([
+                heading, *([f"  {message}"] if message else []),
+                *(describe_difference(function, d, hints=hints, value_chars=None)
+                  for d in differences)]))
         for function in sorted(functions):
             evidence = self._source.evidence(function)
             reason = trivial_refusal(function, evidence)
             if evidence.constant:
+                self._held += self.tally.passed + trivial_passes
                 self.tally.passed = 0
                 trivial_passes = 0
             if reason is not None and (trivial_passes or evidence.constant):
                 self._notes.append(reason)
             if not evidence.earns_trivial_cases:
+                self._held += trivial_passes
                 trivial_passes = 0
         self.tally.passed += trivial_passes
         if self.tally.passed < self.tally.total:
-            raise GradingFailure(self.feedback(), self.summary())
+            raise GradingFailure(self.feedback(), self.summary(), self._feedback(full=True))
 
     def _check_one(self, case: Case, expected: Any
-                   ) -> tuple[bool, tuple[str, str, list[Difference]] | None]:
-        """Whether ``case`` passed and, when it failed, its heading, function and wrong
-        fields (a failed call's reason is the heading's second line)."""
+                   ) -> tuple[bool, tuple[str, str, str, list[Difference]] | None]:
+        """Whether ``case`` passed and, when it failed, its heading, a failed call's
+        reason ("" for a wrong answer), its function and wrong fields, uncut."""
         outcome = self._source.outcome(case)
-        heading = shortened(f"case {case.case_id!r}: {case.describe_inputs()}",
-                            2 * MAX_VALUE_CHARS)
+        heading = f"case {case.case_id!r}: {case.describe_inputs()}"
         if not outcome.ok:
-            message = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
-            self._first_problem = self._first_problem or message
-            return False, (f"{heading}\n  {message}", case.function, [])
+            self._keep(case, outcome, ())
+            message = failed_call_message(outcome)
+            self._first_problem = self._first_problem or shortened(message, MAX_REASON_CHARS)
+            return False, (heading, message, case.function, [])
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
             return True, None
+        self._keep(case, outcome, differences)
         first = differences[0]
         self._first_problem = self._first_problem or (
             f"{first.field} expected {_short_number(first.expected)}, "
             f"got {_short_number(first.actual)}")
-        return False, (heading, case.function, list(differences))
+        return False, (heading, "", case.function, list(differences))
+
+    def _keep(self, case: Case, outcome: CallOutcome, differences: Iterable[Difference]
+              ) -> None:
+        """Keep a failed case's values for the class report. Of a hidden case only the
+        name of the error it raised is kept: its inputs and expected values stay here."""
+        if len(self.tally.kept) >= MAX_CASES_KEPT:
+            return
+        kept = kept_case(case, outcome, differences)
+        if not self._hidden:
+            self.tally.kept.append(kept)
+        elif "error" in kept:
+            self.tally.kept.append({"case": "hidden", "error": kept["error"]})
 
     def summary(self) -> str:
         """The failure in one line: cases failed and the first problem (or the root
         cause), e.g. ``11 of 13 cases failed: p99_latency_ms expected 132.87, got 80.77``."""
-        tally = self.tally
-        counts = f"{tally.total - tally.passed} of {tally.total} cases failed"
+        counts = self._counts()
         if self._hidden:
             return f"{counts} (hidden cases)"
         reason = self._root_cause or self._first_problem or "; ".join(self._notes)
         return shortened(f"{counts}: {reason}" if reason else counts, MAX_REASON_CHARS)
+
+    def _counts(self) -> str:
+        """``3 of 13 cases failed``, with the right answers that do not count yet apart:
+        ``10 of 10 cases right but not counted yet``, never called failed."""
+        tally = self.tally
+        failed = tally.total - tally.passed - self._held
+        held = f"{self._held} right but not counted yet" if self._held else ""
+        if not failed:
+            return f"{self._held} of {tally.total} cases {held.split(' ', 1)[1]}"
+        return f"{failed} of {tally.total} cases failed" + (f", {held}" if held else "")
 
     def feedback(self) -> str:
         """The failure summary: counts always, details only for visible tests; never more
         than :data:`MAX_FEEDBACK_CHARS` characters."""
         return shortened(self._feedback(), MAX_FEEDBACK_CHARS)
 
-    def _feedback(self) -> str:
+    def _feedback(self, *, full: bool = False) -> str:
+        """The feedback text; ``full``: every failed case, nothing cut (the HTML page)."""
         tally = self.tally
-        summary = (f"{self._label}: {tally.total - tally.passed} of {tally.total} cases failed "
-                   f"(tolerance {self._tolerance.describe()})")
+        summary = f"{self._label}: {self._counts()} (tolerance {self._tolerance.describe()})"
         notes = [*([self._root_cause] if self._root_cause else []), *self._notes]
         if self._hidden:
             return "\n".join([summary + "; the cases of this test are hidden.", *notes])
-        reasons = {failure.split("\n", 1)[-1] for failure in tally.failures}
-        if len(reasons) == 1 and len(tally.failures) > 1:
+        failures = self._full_failures if full else tally.failures
+        reasons = {failure.split("\n", 1)[-1] for failure in failures}
+        if len(reasons) == 1 and len(failures) > 1:
             only = next(iter(reasons)).strip()
             return "\n".join([summary, *notes, f"every failed case: {only}"])
-        shown = tally.failures[:MAX_CASES_SHOWN]
-        rest = len(tally.failures) - len(shown)
+        shown = failures if full else failures[:MAX_CASES_SHOWN]
+        rest = len(failures) - len(shown)
         more = [f"... and {rest} more failed cases"] if rest else []
         return "\n".join([summary, *notes, *shown, *more])
 

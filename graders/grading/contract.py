@@ -49,3 +49,9 @@ RESULT_FIELDS: dict[str, tuple[str, ...] | None] = {
     "serving_track_profile": PROFILE_FIELDS,
 }
 CONTRACT_FUNCTIONS = tuple(RESULT_FIELDS)
+
+#: Graded extensions, off by default: not in the contract every student implements, graded
+#: only when a course gives them points (``--grader-exact-p99-points``).
+EXTENSION_FIELDS: dict[str, tuple[str, ...] | None] = {
+    "exact_p99_ms": None,  # (*, arrival_qps, service_ms, replicas=1): the exact M/M/c p99
+}

@@ -1,6 +1,6 @@
 """Credit only for real answers: trivial cases, constant functions, and the function gate.
 
-Three rules decide whether passing checks earn points (README, "How a score is made"):
+Three rules decide whether passing checks earn points (docs/students.md, "How a score is made"):
 
 - A case is *trivial* when every value it expects is degenerate (None, a bool, 0, 1, an
   infinity) or echoes one of its inputs: a function that does nothing, or returns its
@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: How a failed call's reason starts when the function raised NotImplementedError.
+NOT_IMPLEMENTED = "not implemented yet"
 #: Leaf values a function that computes nothing can still produce.
 _DEGENERATE = (0, 1)
 
@@ -128,16 +130,27 @@ class FunctionEvidence:
     expected: set[str] = field(default_factory=set)
     #: Why the first unanswered case got no answer ("" while every case was answered).
     first_failure: str = ""
+    #: Cases that raised NotImplementedError (the template's "implement me").
+    unwritten: int = 0
+    #: The first case that needs a real computation and was missed, and how (for example
+    #: "case 'defaults' [cloud_fleet]: value expected 0.3355, got 0.1678").
+    first_real_miss: str = ""
 
     def record(self, *, expected: Any, answer: Any | None, answered: bool, passed: bool,
-               trivial: bool, failure: str = "", values_right: int = 0) -> None:
-        """Add one case: what was expected, what came back (if anything), the verdict, and
-        how many of its non-trivial values the answer got right."""
+               trivial: bool, failure: str = "", values_right: int = 0,
+               miss: str = "") -> None:
+        """Add one case: what was expected, what came back (if anything), the verdict, how
+        many of its non-trivial values the answer got right, and ``miss``, the case and
+        what was wrong, should it be failed."""
+        if not trivial and not passed and not self.first_real_miss:
+            self.first_real_miss = miss
         self.cases += 1
         self.passed += passed
         self.nontrivial_values_right += values_right
         if not answered and not self.first_failure:
             self.first_failure = failure or "no answer"
+        if not answered and failure.startswith(NOT_IMPLEMENTED):
+            self.unwritten += 1
         if answered:
             self.answered += 1
             self.answers.add(answer_key(answer))
@@ -145,6 +158,12 @@ class FunctionEvidence:
         if not trivial:
             self.nontrivial += 1
             self.nontrivial_passed += passed
+
+    @property
+    def not_implemented(self) -> bool:
+        """Every visible case raised NotImplementedError: the function is not written yet
+        (which is not the same as wrong)."""
+        return self.cases > 0 and self.unwritten == self.cases
 
     @property
     def wrong(self) -> bool:
@@ -182,9 +201,11 @@ def trivial_refusal(function: str, evidence: FunctionEvidence) -> str | None:
     """Why the passed trivial cases of ``function`` do not count, or None if they do."""
     if evidence.earns_trivial_cases:
         return None
+    first = f", such as {evidence.first_real_miss}" if evidence.first_real_miss else ""
     return _constant_reason(function, evidence) or (
-        f"{function} passes none of its cases that need a real computation, so its cases "
-        "with trivial answers (None, 0, a flag, an echo of an input) do not count yet")
+        f"{function} must first be right on a case that needs a real computation{first}; "
+        "until then its right answers to cases with trivial answers (None, 0, a flag, an "
+        "echo of an input) do not count")
 
 
 def invariant_refusal(function: str, evidence: FunctionEvidence) -> str | None:

@@ -64,26 +64,137 @@ class TestScore:
     passed_cases: int = 0
     total_cases: int = 0
     output: str = ""
+    #: The first failed cases' values (:func:`graders.grading.checks.kept_case`).
+    failed_cases: tuple[Mapping[str, object], ...] = ()
 
     @property
     def tags(self) -> list[str]:
         return [self.function] + ([self.track] if self.track else [])
 
     def with_outcome(self, status: Status, fraction: Fraction, output: str,
-                     passed_cases: int = 0, total_cases: int = 0) -> TestScore:
+                     passed_cases: int = 0, total_cases: int = 0,
+                     failed_cases: Sequence[Mapping[str, object]] = ()) -> TestScore:
         """This test after a run phase; only a call-phase outcome earns points."""
         fraction = min(Fraction(1), max(Fraction(0), fraction))
         return replace(self, status=status, earned=self.max_score * fraction, output=output,
-                       passed_cases=passed_cases, total_cases=total_cases)
+                       passed_cases=passed_cases, total_cases=total_cases,
+                       failed_cases=tuple(failed_cases))
 
 
-def scaled_maxima(weights: Mapping[str, float], total: float) -> dict[str, Fraction]:
-    """Each test's maximum: its weight's share of ``total`` (exact fractions)."""
-    exact = {key: Fraction(weight) for key, weight in weights.items()}
-    whole = sum(exact.values(), Fraction(0))
+#: The grid every written score lies on: :data:`SCORE_DECIMALS` places.
+SCORE_UNIT = Fraction(1, 10**SCORE_DECIMALS)
+#: The largest total a suite may be worth: written scores keep every decimal up to it.
+MAX_POINTS = 10**6
+
+
+def exact_points(text: str) -> Fraction:
+    """A total of points as typed (``"33.333333"``, ``"1e2"``): exact, > 0, at most
+    :data:`MAX_POINTS`, with no more than :data:`SCORE_DECIMALS` decimals (the outputs
+    keep no more). Raises ValueError with the rule."""
+    try:
+        value = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= MAX_POINTS:
+        raise ValueError(f"must be a number > 0 and <= {MAX_POINTS:,}, got {text!r}")
+    if (value / SCORE_UNIT).denominator != 1:
+        raise ValueError(f"must have at most {SCORE_DECIMALS} decimals (the scores written "
+                         f"out keep {SCORE_DECIMALS}), got {text!r}")
+    return value
+
+
+def apportioned(shares: Sequence[Fraction], total: Fraction) -> list[Fraction]:
+    """``shares`` on the grid of written scores, adding up to ``total`` exactly.
+
+    The largest-remainder method: each share is rounded down to a multiple of
+    :data:`SCORE_UNIT`, then the units still missing from ``total`` (a multiple of it) go
+    one each to the shares that lost the most, the earliest first among equals. No share
+    moves by a unit or more, and a share already on the grid keeps its value when the
+    others are on it too.
+    """
+    units = total / SCORE_UNIT
+    if units.denominator != 1:
+        raise ValueError(f"total {total} is not a multiple of {SCORE_UNIT}")
+    floors = [math.floor(share / SCORE_UNIT) for share in shares]
+    missing = int(units) - sum(floors)
+    if not 0 <= missing <= len(shares):
+        raise ValueError(f"shares adding up to {sum(shares, Fraction(0))} cannot be "
+                         f"apportioned to {total}")
+    order = sorted(range(len(shares)),
+                   key=lambda index: (-(shares[index] / SCORE_UNIT - floors[index]), index))
+    for index in order[:missing]:
+        floors[index] += 1
+    return [units_ * SCORE_UNIT for units_ in floors]
+
+
+def on_grid(value: Fraction) -> Fraction:
+    """``value`` rounded to the nearest multiple of :data:`SCORE_UNIT` (halves up)."""
+    return math.floor(value / SCORE_UNIT + Fraction(1, 2)) * SCORE_UNIT
+
+
+def scaled_maxima(weights: Mapping[str, float | Fraction], total: Fraction | float,
+                  groups: Mapping[str, str] | None = None) -> dict[str, Fraction]:
+    """Each test's maximum: its weight's share of ``total``, apportioned on the grid of
+    written scores, so that the maxima as written add up to ``total`` exactly.
+
+    With ``groups`` (a group name per key), ``total`` is first shared among the groups by
+    their weights, then each group's share among its members: every group's maxima then
+    add up to its share exactly (the visible tests of a suite to what a student bundle
+    grades out of, whatever the number of tracks)."""
+    exact = {key: Fraction(str(weight)) for key, weight in weights.items()}
+    goal = on_grid(Fraction(total))
+    if groups is None:
+        return _shared(exact, goal)
+    members: dict[str, dict[str, Fraction]] = {}
+    for key, weight in exact.items():
+        members.setdefault(groups[key], {})[key] = weight
+    group_totals = _shared({name: sum(part.values(), Fraction(0))
+                            for name, part in members.items()}, goal)
+    maxima: dict[str, Fraction] = {}
+    for name, part in members.items():
+        maxima.update(_shared(part, group_totals[name]))
+    return {key: maxima[key] for key in exact}
+
+
+def _shared(weights: Mapping[str, Fraction], goal: Fraction) -> dict[str, Fraction]:
+    whole = sum(weights.values(), Fraction(0))
     if whole == 0:
-        return {key: Fraction(0) for key in exact}
-    return {key: Fraction(total) * weight / whole for key, weight in exact.items()}
+        return {key: Fraction(0) for key in weights}
+    shares = [goal * weight / whole for weight in weights.values()]
+    return dict(zip(weights, apportioned(shares, goal), strict=True))
+
+
+@dataclass(frozen=True)
+class WrittenPoints:
+    """The points of a list of tests as every output writes them: each test's earned points
+    and maximum on the grid, adding up exactly to the totals written beside them."""
+
+    earned: tuple[Fraction, ...]
+    maxima: tuple[Fraction, ...]
+    total_earned: Fraction
+    total_maximum: Fraction
+
+
+def written_points(scores: Sequence[TestScore]) -> WrittenPoints:
+    """The points ``scores`` write: the total earned is the exact total rounded to the grid
+    (never above the maximum), shared among the tests by the largest-remainder method
+    (:func:`apportioned`), so that no test shows more than its maximum and the tests add
+    up to the total that every output prints."""
+    maxima = [on_grid(score.max_score) for score in scores]
+    total_maximum = sum(maxima, Fraction(0))
+    exact = [min(max(score.earned, Fraction(0)), maximum)
+             for score, maximum in zip(scores, maxima, strict=True)]
+    total_earned = min(on_grid(sum(exact, Fraction(0))), total_maximum)
+    earned = apportioned(exact, total_earned) if scores else []
+    return WrittenPoints(tuple(earned), tuple(maxima), total_earned, total_maximum)
+
+
+def decimal_text(value: Fraction) -> str:
+    """``value`` (on the grid) as a plain decimal, with no trailing zeros: ``"33.333333"``,
+    ``"100"``; what a total typed at the command line is written back as."""
+    units = math.floor(on_grid(value) / SCORE_UNIT)
+    whole, part = divmod(units, 10**SCORE_DECIMALS)
+    return f"{whole}.{part:0{SCORE_DECIMALS}d}".rstrip("0").rstrip(".")
 
 
 def rounded(value: Fraction) -> float:

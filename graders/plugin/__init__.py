@@ -12,11 +12,13 @@ grading off, the plugin adds its options and imports nothing else.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from graders.plugin.settings import OPTIONS, Settings, resolve
+from graders.plugin.usage import usage_error
 
 if TYPE_CHECKING:
     from graders.trackfiles.tracks import Track
@@ -50,9 +52,20 @@ def _resolve_settings(config: pytest.Config) -> Settings:
         try:
             raw[option.name] = (option.parse(str(text).strip()), True)
         except argparse.ArgumentTypeError as error:
-            raise pytest.UsageError(f"ini key {option.ini}: {error}") from None
+            raise usage_error(f"ini key {option.ini}: {error}") from None
     return resolve(raw, invocation_dir=config.invocation_params.dir,
                    ini_dir=config.inipath.parent if config.inipath else config.rootpath)
+
+
+def _record_grader_failure(settings: Settings, reason: str) -> None:
+    """Leave a grader-failure record at the results path (best effort: the command that
+    ran pytest writes one too when it finds none)."""
+    if settings.results is None:
+        return
+    from graders.results.reports import grader_failure_results, write_json_atomically
+
+    with contextlib.suppress(OSError):
+        write_json_atomically(settings.results, grader_failure_results(reason))
 
 
 @pytest.hookimpl(trylast=True)
@@ -64,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if not settings.grading:
         return
-    from graders.errors import GraderError
+    from graders.errors import GRADER_FAILED_EXIT, GraderError, GraderFailure
     from graders.plugin import fixtures
     from graders.plugin.hooks import GradingHooks, JsonReportMetadata
     from graders.plugin.session import GradingSession
@@ -82,8 +95,11 @@ def pytest_configure(config: pytest.Config) -> None:
             if path is not None:  # before any student code runs, as graders grade does
                 check_output_file(path, flag)
         session = GradingSession.open(settings, load_tracks)
+    except GraderFailure as error:  # the grader's failure, not the user's: never a usage error
+        _record_grader_failure(settings, str(error))
+        pytest.exit(f"the grader failed: {error}", returncode=GRADER_FAILED_EXIT)
     except GraderError as error:
-        raise pytest.UsageError(str(error)) from None
+        raise usage_error(str(error)) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(GradingHooks(session), "serving-grader-session")
     config.pluginmanager.register(fixtures, "serving-grader-fixtures")

@@ -5,15 +5,17 @@ is in module functions below it and in the sub-packages they call.
 
 from __future__ import annotations
 
+import codecs
 import sys
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from graders.errors import GRADER_FAILED_EXIT, GraderFailure
 from graders.escaping import for_terminal
 from graders.grading.checks import (
     MAX_FEEDBACK_CHARS,
@@ -22,11 +24,21 @@ from graders.grading.checks import (
     StudentCallFailed,
     shortened,
 )
-from graders.grading.scoring import GraderMark, Status, TestScore, rounded, scaled_maxima
+from graders.grading.scoring import (
+    GraderMark,
+    Status,
+    TestScore,
+    decimal_text,
+    rounded,
+    scaled_maxima,
+)
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
-from graders.results.reports import score_table
-from graders.suite import HIDDEN_PREFIX
+from graders.plugin.usage import usage_error
+from graders.results.reports import grader_failure_results, interrupted_results, score_table
+from graders.sandbox.interrupts import interrupted_by
+from graders.sandbox.runner import OutputMark
+from graders.suite import EXTENSIONS_MODULE, HIDDEN_PREFIX
 from graders.versions import drift_warning
 
 SUITE_DIR = Path(__file__).parents[1] / "suite"
@@ -38,9 +50,19 @@ class GradingHooks:
 
     def __init__(self, session: GradingSession) -> None:
         self.session = session
+        #: The signal that interrupted the run (SIGINT for Ctrl-C), once one has.
+        self.interrupted: str | None = None
+        #: What failed inside pytest or a hook (an internal error), once something has.
+        self.failure: str | None = None
+        #: Where the submission's output stood when each visible test started.
+        self._output_marks: dict[str, OutputMark] = {}
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if session.config.getoption("capture") == "no":  # -s: its prints show live
+            self.session.runner.echo_output(_live_output())
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self.session.close()
+        self.session.end()
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         return _header(self.session)
@@ -55,23 +77,76 @@ class GradingHooks:
                                       items: list[pytest.Item]) -> None:
         _add_suite(session, self.session, items)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        score = item.stash.get(SCORE_KEY, None)
+        if score is not None:
+            _name_in_junit_xml(item, score)
+            if score.visibility == "visible":
+                self._output_marks[item.nodeid] = self.session.runner.output_mark()
+
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
                                   ) -> Generator[None, Any, Any]:
         report = yield
+        if call.excinfo is not None and call.excinfo.errisinstance(GraderFailure):
+            self.session.failures.append(str(call.excinfo.value))
         score = item.stash.get(SCORE_KEY, None)
         if score is None:  # not a graded test
             return report
         updated = _score_phase(item, score, report, call)
-        _short_summary(report, call, self.session)
+        _short_summary(report, call, self.session, score.function)
+        failure = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(failure, GradingFailure) and score.visibility == "visible":
+            self.session.full_outputs[score.nodeid] = failure.full
+        mark = self._output_marks.pop(item.nodeid, None) if report.when == "call" else None
+        if mark is not None:
+            self._captured(report, score, mark)
         if updated is not None:
             item.stash[SCORE_KEY] = updated
             self.session.scores[score.nodeid] = updated
             _set_score_properties(item, report, updated)
         return report
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.interrupted = interrupted_by(excinfo.value)
+
+    def pytest_internalerror(self, excrepr: object,
+                             excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.failure = f"{excinfo.type.__name__}: {excinfo.value}"
+
+    def _captured(self, report: pytest.TestReport, score: TestScore, mark: OutputMark
+                  ) -> None:
+        """What the submission printed during this test's call, as pytest's captured
+        output: a section of the report, and shown under the test's feedback."""
+        printed = self.session.runner.output_summary(since=mark)
+        if not printed.total_bytes:
+            return
+        text = printed.text
+        if printed.truncated:
+            text += f"\n[{printed.sentence()}]"
+        report.sections.append(("Captured output of serving.py (stdout and stderr)", text))
+        printed_before = self.session.printed.get(score.function, "")
+        self.session.printed[score.function] = printed_before + text
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        _finish(self.session)
+        """The guard of every report: whatever fails or interrupts the finish, the workers
+        are stopped and a final result is written (the grader's failure, or the
+        interruption: no score); an interrupt is raised again once it is."""
+        interrupted = self.interrupted if exitstatus == pytest.ExitCode.INTERRUPTED else None
+        try:
+            if exitstatus == pytest.ExitCode.INTERNAL_ERROR:  # no score from a broken run
+                _finish_anyway(self.session, failure=self.failure or "an internal error")
+            else:
+                _finish(self.session, interrupted)
+        except KeyboardInterrupt as error:
+            _finish_anyway(self.session, interrupted=interrupted_by(error))
+            raise
+        except BaseException as error:  # noqa: BLE001 - RecursionError, MemoryError, ...
+            _finish_anyway(self.session, failure=f"{type(error).__name__}: {error}")
+        if self.session.grader_failure is not None and interrupted is None:
+            session.exitstatus = GRADER_FAILED_EXIT  # one verdict: the exit code says it too
         _quiet_unused_hypothesis(session.config)
 
     @pytest.hookimpl(wrapper=True)
@@ -86,6 +161,10 @@ class GradingHooks:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
                                 config: pytest.Config) -> None:
+        if self.interrupted is not None:  # no score table: there is no score
+            terminalreporter.write_line(f"serving-grader: the grading was interrupted by "
+                                        f"{self.interrupted}: no score", red=True)
+            return
         if self.session.scores:
             _summary(terminalreporter, config, self.session)
 
@@ -113,7 +192,8 @@ def _header(session: GradingSession) -> list[str]:
     who = f" ({sandbox.name}, uid {sandbox.uid})" if sandbox is not None else ""
     lines = [f"serving-grader: grading {settings.student} on tracks {ids}",
              f"serving-grader: tolerance {settings.tolerance.describe()}, "
-             f"{settings.limits.call_timeout_s:g} s per call, max score {session.max_score:g}, "
+             f"{settings.limits.call_timeout_s:g} s per call, "
+             f"max score {decimal_text(session.max_score)}, "
              f"{settings.examples} examples per invariant",
              f"serving-grader: {session.isolation()}{who}"]
     warning = drift_warning()
@@ -126,6 +206,8 @@ def _add_suite(session: pytest.Session, grading: GradingSession,
                items: list[pytest.Item]) -> None:
     """Add the grading suite (unless the run collected it), score every test, and put the
     hidden tests last: their worker starts only after every visible call was made."""
+    if not _extensions_on(grading):  # not even listed
+        items[:] = [item for item in items if not _is_extension(item)]
     if any(Path(item.path).parent == SUITE_DIR for item in items):
         suite = _suite_items(session, grading, quietly=True)
     else:
@@ -144,6 +226,8 @@ def _suite_items(session: pytest.Session, grading: GradingSession, *,
     for path in sorted(SUITE_DIR.glob("test_*.py")):
         if grading.oracle.golden and path.name.startswith(HIDDEN_PREFIX):
             continue  # hidden tests need the reference (and the bundle leaves them out)
+        if path.name == EXTENSIONS_MODULE and not _extensions_on(grading):
+            continue
         module = pytest.Module.from_parent(session, path=path,
                                            nodeid=f"graders/suite/{path.name}")
         found = module.collect() if quietly else session.genitems(module)
@@ -168,11 +252,14 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
             marks[_test_id(item)] = (item, GraderMark.from_marker(marker.args, marker.kwargs,
                                                                   item.nodeid))
         except ValueError as error:
-            raise pytest.UsageError(str(error)) from None
+            raise usage_error(str(error)) from None
     siblings = Counter(_function_id(item) for item, _ in marks.values())
-    weights = {nodeid: mark.points / siblings[_function_id(item)]
+    weights = {nodeid: (grading.settings.exact_p99_points if _is_extension(item)
+                        else mark.points) / siblings[_function_id(item)]
                for nodeid, (item, mark) in marks.items()}
-    maxima = scaled_maxima(weights, grading.max_score)
+    maxima = scaled_maxima(weights, grading.max_score,
+                           groups={nodeid: "visible" if mark.visibility == "visible" else "other"
+                                   for nodeid, (_, mark) in marks.items()})
     for nodeid, (item, mark) in marks.items():
         grading.scores[nodeid] = TestScore(
             nodeid=nodeid, name=_display_name(item), function=mark.function,
@@ -180,6 +267,16 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
     for item in items:
         if _test_id(item) in grading.scores:
             item.stash[SCORE_KEY] = grading.scores[_test_id(item)]
+
+
+def _extensions_on(grading: GradingSession) -> bool:
+    """Whether the graded extensions run: a course gave them points, and the reference
+    computes their expected values (a golden file, the student bundle's, has none)."""
+    return bool(grading.settings.exact_p99_points) and not grading.oracle.golden
+
+
+def _is_extension(item: pytest.Item) -> bool:
+    return Path(item.path) == SUITE_DIR / EXTENSIONS_MODULE
 
 
 def _test_id(item: pytest.Item) -> str:
@@ -201,26 +298,43 @@ def _track_id(item: pytest.Item) -> str | None:
 
 def _display_name(item: pytest.Item) -> str:
     doc = getattr(getattr(item, "function", None), "__doc__", None) or item.name
-    title = doc.strip().splitlines()[0].rstrip(".")
+    title = " ".join(doc.strip().split("\n\n", 1)[0].split()).rstrip(".")  # first paragraph
     track = _track_id(item)
     return f"{title} [{track}]" if track else title
 
 
+def _name_in_junit_xml(item: pytest.Item, score: TestScore) -> None:
+    """With ``--junitxml``, the test's ``<testcase>`` carries the readable name that
+    results.json gives it, with its contract function as the class name (as pytest's own
+    ``record_xml_attribute`` does, set before the test's reports are written)."""
+    from _pytest.junitxml import xml_key
+
+    xml = item.config.stash.get(xml_key, None)
+    if xml is not None:
+        reporter = xml.node_reporter(item.nodeid)
+        reporter.add_attribute("classname", score.function)
+        reporter.add_attribute("name", score.name)
+
+
 def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None],
-                   session: GradingSession) -> None:
+                   session: GradingSession, function: str) -> None:
     """pytest's short summary line of a failed test: its reason, not the exception's name
-    (and, for a submission that does not import, a pointer to the one line that says why)."""
+    (and, for a submission that does not import, a pointer to the one line that says why;
+    for a function not written yet, that it is not implemented yet)."""
     excinfo = call.excinfo
     crash = getattr(report.longrepr, "reprcrash", None)
     if crash is None or excinfo is None or not report.failed:
         return
-    if isinstance(excinfo.value, GradingFailure):
+    evidence = session.evidences.get(function)
+    if evidence is not None and evidence.not_implemented:
+        reason = f"{function} is not implemented yet"
+    elif isinstance(excinfo.value, GradingFailure):
         reason = excinfo.value.summary
     elif isinstance(excinfo.value, StudentCallFailed):
         reason = str(excinfo.value)
     else:
         return
-    if session.import_error and session.import_error in reason:
+    if session.import_error and session.import_error.split("\n", 1)[0] in reason:
         reason = "serving.py does not import (the reason is printed once, above the scores)"
     crash.message = shortened(" ".join(str(reason).split()), MAX_REASON_CHARS)
 
@@ -257,7 +371,8 @@ def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,
     if tally is not None and excinfo is not None and excinfo.errisinstance(GradingFailure) \
             and tally.total:
         fraction = Fraction(tally.passed, tally.total)
-        return score.with_outcome("failed", fraction, str(excinfo.value), *cases)
+        return score.with_outcome("failed", fraction, str(excinfo.value), *cases,
+                                  failed_cases=tally.kept)
     return score.with_outcome("failed", Fraction(0), _output(report, hidden, "failed"), *cases)
 
 
@@ -276,19 +391,34 @@ def _output(report: pytest.TestReport, hidden: bool, status: str) -> str:
     return shortened(output, MAX_FEEDBACK_CHARS) or status
 
 
-def _finish(grading: GradingSession) -> None:
-    """The last visible calls, the workers stopped, then every report written."""
+def _finish(grading: GradingSession, interrupted: str | None = None) -> None:
+    """The last visible calls, the workers stopped, then every report written; after an
+    interrupt, no more calls: the workers stopped and results that say so."""
+    if interrupted is not None:
+        _finish_anyway(grading, interrupted=interrupted)
+        return
     html = grading.settings.html
     grading.finish_visible()  # measures the page's curves, if any, before the worker stops
     report = grading.feedback
     grading.close()
-    document = None
+    document = grading.final_results()
     if grading.settings.results is not None:
-        document = grading.write_results(grading.settings.results)
+        grading.write_results(grading.settings.results)
     if grading.settings.classroom is not None:
         grading.write_classroom(grading.settings.classroom)
     if report is not None and html is not None:
-        report.write(html, document if document is not None else grading.results_document())
+        report.write(html, grading.page_document(document))
+
+
+def _finish_anyway(grading: GradingSession, *, interrupted: str | None = None,
+                   failure: str | None = None) -> None:
+    """Stop the workers and write a final result that gives no score: the run was
+    ``interrupted`` by that signal, or the grader failed with ``failure``."""
+    grading.close()
+    grading.final = interrupted_results(interrupted) if interrupted is not None else \
+        grader_failure_results(failure or "the grader failed")
+    if grading.settings.results is not None:
+        grading.write_results(grading.settings.results)
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSession) -> None:
@@ -305,11 +435,25 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
             terminalreporter.write_line("Every test fails until serving.py imports cleanly.")
             terminalreporter.write_line("")
             failed = []  # every test failed for that one reason
+        unwritten = _not_implemented(grading, failed)
         for score in failed:
+            if score.function in unwritten:  # one line per function, not one per test
+                line = unwritten[score.function]
+                if line:
+                    terminalreporter.write_line(for_terminal(line))
+                    terminalreporter.write_line("")
+                unwritten[score.function] = ""  # said
+                continue
             if not score.output.startswith(score.name):
                 terminalreporter.write_line(for_terminal(f"{score.name}: {score.status}"),
                                             bold=True)
             terminalreporter.write_line(for_terminal(score.output))
+            printed = grading.printed.pop(score.function, "")  # under its first failure
+            if printed and config.getoption("capture") != "no":  # -s showed it live
+                terminalreporter.write_sep(
+                    "-", f"what serving.py printed while the {score.function} tests ran")
+                terminalreporter.write_line(for_terminal(shortened(printed.rstrip("\n"),
+                                                                   MAX_FEEDBACK_CHARS)))
             terminalreporter.write_line("")
         not_run = [score for score in scores if score.status == "not run"]
         if not_run:  # one line, not one block per test
@@ -319,7 +463,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
     terminalreporter.section("serving-lab score")
     if import_error and (quiet or config.getoption("tbstyle") != "no"):
         terminalreporter.write_line(for_terminal(import_error), red=True)
-    for line in score_table(scores):
+    for line in score_table(scores, grader_failure=grading.grader_failure):
         terminalreporter.write_line(for_terminal(line))
     if quiet:  # pytest prints no counts at -qq: the score table's own line says them
         counts = Counter(score.status for score in scores)
@@ -333,6 +477,32 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
     if grading.settings.html is not None:
         terminalreporter.write_line(for_terminal(
             f"feedback report written to {grading.settings.html}"))
+
+
+def _live_output() -> Callable[[bytes], None]:
+    """A writer of the submission's output chunks to this process's stdout, as they
+    arrive (controls escaped, UTF-8 split across chunks decoded whole)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def write(chunk: bytes) -> None:
+        sys.stdout.write(for_terminal(decoder.decode(chunk)))
+        sys.stdout.flush()
+
+    return write
+
+
+def _not_implemented(grading: GradingSession, failed: list[TestScore]) -> dict[str, str]:
+    """The line that says, once for all its failed tests, that a function is not written
+    yet, by function (only functions whose every visible case raised NotImplementedError)."""
+    lines = {}
+    for function in dict.fromkeys(score.function for score in failed):
+        evidence = grading.evidences.get(function)
+        if evidence is None or not evidence.not_implemented:
+            continue
+        count = sum(1 for score in failed if score.function == function)
+        tests = "its test fails" if count == 1 else f"its {count} tests fail"
+        lines[function] = f"{function} is {evidence.first_failure}; {tests} until it is written"
+    return lines
 
 
 class JsonReportMetadata:

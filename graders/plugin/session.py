@@ -7,12 +7,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graders.expected.oracle import Oracle, ReferenceOracle, choose_oracle
 from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases
-from graders.grading.checks import failed_call_message
+from graders.grading.checks import failed_call_message, missed_case
 from graders.grading.compare import compare
 from graders.grading.credit import (
     FunctionEvidence,
@@ -20,19 +21,21 @@ from graders.grading.credit import (
     is_trivial,
     nontrivial_matches,
 )
-from graders.grading.scoring import TestScore
+from graders.grading.scoring import TestScore, on_grid
 from graders.plugin.settings import Settings
 from graders.results.classroom import classroom_results
 from graders.results.files import Reservation
 from graders.results.metadata import submission_extra
 from graders.results.reports import (
-    fallback_results,
+    grader_failure,
+    grader_failure_results,
     gradescope_results,
     partial_run,
     validated_results,
     write_json_atomically,
 )
 from graders.sandbox.confinement import UNCONFINED_WARNING
+from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.privileges import (
     claim_sandbox_user,
     close_to_others,
@@ -71,6 +74,11 @@ class GradingSession:
     cases_by_function: dict[str, list[Case]] = field(default_factory=dict)
     #: The worker of the hidden tests, started after every visible call was made.
     hidden_runner: StudentRunner | None = None
+    #: What the submission printed during the visible tests of each function (a
+    #: function's first test asks all of its visible cases at once), by function.
+    printed: dict[str, str] = field(default_factory=dict)
+    #: Each failed visible test's feedback with nothing cut, by node id (the HTML page).
+    full_outputs: dict[str, str] = field(default_factory=dict)
     #: The HTML report's curves, measured before the visible worker stops.
     feedback: FeedbackReport | None = None
     visible_finished: bool = False
@@ -79,13 +87,19 @@ class GradingSession:
     #: SHA-256 of every input the invariant tests asked, in order: equal digests mean
     #: the same examples (reported in the results' extra_data).
     invariant_inputs: Any = field(default_factory=hashlib.sha256)
+    #: The grading's one final result, made once at the end (:meth:`final_results`): the
+    #: terminal, the exit code and every file written come from it.
+    final: Mapping[str, Any] | None = None
+    #: Failures of the grader itself met while tests ran (a worker that could not start
+    #: through no fault of the code, say): the final result is then a grader failure.
+    failures: list[str] = field(default_factory=list)
 
     @property
-    def max_score(self) -> float:
+    def max_score(self) -> Fraction:
         """The suite's total points: as set, else the oracle's default."""
         if self.settings.max_score is not None:
             return self.settings.max_score
-        return self.oracle.default_max_score
+        return on_grid(Fraction(self.oracle.default_max_score))
 
     @property
     def expected(self) -> Callable[[Case], Any]:
@@ -106,11 +120,13 @@ class GradingSession:
         submission = read_submission(locate_submission(settings.student))
         # the results' disk space is held before any student code runs: a submission
         # that fills the disk cannot keep them from being written
-        reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
-            if settings.results is not None else None
+        reservation = None
         sandbox = None
         runner = None
         try:
+            with deferred_signals():  # made and held here, or not made
+                reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
+                    if settings.results is not None else None
             if running_as_root():
                 sandbox = claim_sandbox_user(settings.sandbox_user)  # this grading's alone
                 close_to_others(protected_folders())
@@ -143,12 +159,22 @@ class GradingSession:
         """Stop both workers, then give the sandbox user back (the hidden worker reuses
         the visible one's user, so only the session may release it). The hidden worker,
         the one that may still run, is stopped first: the visible runner's sweep of the
-        user then finds nothing left to kill."""
-        if self.hidden_runner is not None:
-            self.hidden_runner.close()
-        self.runner.close()
-        if self.runner.sandbox is not None:
-            self.runner.sandbox.release()
+        user then finds nothing left to kill. Safe to call again."""
+        with deferred_signals():
+            if self.hidden_runner is not None:
+                self.hidden_runner.close()
+            self.runner.close()
+            if self.runner.sandbox is not None:
+                self.runner.sandbox.release()
+
+    def end(self) -> None:
+        """:meth:`close`, and give back the results' reserved space if no results were
+        written into it (the run's very end: whatever happened, nothing is left)."""
+        with deferred_signals():
+            self.close()
+            reservation, self.reservation = self.reservation, None
+            if reservation is not None:
+                reservation.release()
 
     def case_outcome(self, case: Case, *, hidden: bool) -> CallOutcome:
         """The student's answer to ``case``, asked once per run: hidden cases in the hidden
@@ -186,14 +212,16 @@ class GradingSession:
             for case, outcome in zip(cases, self._visible_outcomes(cases), strict=True):
                 expected = self.oracle.expected(case)
                 inputs = [*case.args, *case.kwargs.values()]
-                passed = outcome.ok and not self._differences(expected, outcome.value)
+                differences = self._differences(expected, outcome.value) if outcome.ok else []
+                passed = outcome.ok and not differences
                 right = nontrivial_matches(
                     expected, outcome.value, inputs,
                     lambda wanted, got: not self._differences(wanted, got)) if outcome.ok else 0
                 evidence.record(expected=expected, answer=outcome.value,
                                 answered=outcome.ok, passed=passed, values_right=right,
                                 failure=failed_call_message(outcome),
-                                trivial=is_trivial(expected, inputs))
+                                trivial=is_trivial(expected, inputs),
+                                miss="" if passed else missed_case(case, outcome, differences))
             self.evidences[function] = evidence
         return self.evidences[function]
 
@@ -237,13 +265,27 @@ class GradingSession:
             lines = ["Graded by the serving-lab grader. Each test lists its failed cases."]
         printed = self.runner.output_summary()
         if printed.total_bytes:
-            lines += [f"{printed.sentence().capitalize()}; they follow.", printed.text]
+            sentence = printed.sentence()
+            lines += [f"{sentence[:1].upper()}{sentence[1:]}; they follow.", printed.text]
         return "\n".join(lines)
 
+    def final_results(self) -> Mapping[str, Any]:
+        """The grading's final result, made once from the scores recorded so far: valid
+        Gradescope results, or a grader-failure record (never a score) when the grader
+        could not build them."""
+        if self.final is None:
+            self.final = self.results_document()
+        return self.final
+
+    @property
+    def grader_failure(self) -> str | None:
+        """Why the grader failed, once the final result says it did (else None)."""
+        return grader_failure(self.final) if self.final is not None else None
+
     def write_results(self, path: Path) -> Mapping[str, Any]:
-        """Write Gradescope results for the scores recorded so far: validated, atomically,
-        and if building them fails, the fallback with every test at 0. Returns them."""
-        document = self.results_document()
+        """Write the final result (:meth:`final_results`) atomically, into the space held
+        for it. Returns it."""
+        document = self.final_results()
         reservation, self.reservation = self.reservation, None
         try:
             write_json_atomically(path, document, reservation=reservation)
@@ -252,8 +294,19 @@ class GradingSession:
                 reservation.release()
         return document
 
+    def page_document(self, document: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``document`` (the results) with each failed visible test's feedback uncut, for
+        the HTML page, where space is not scarce."""
+        tests = [{**test, "output": self.full_outputs.get(
+                    str(test.get("extra_data", {}).get("nodeid")), test.get("output", ""))}
+                 for test in document.get("tests", [])]
+        return {**document, "tests": tests}
+
     def results_document(self) -> Mapping[str, Any]:
         """The Gradescope results :meth:`write_results` writes, without writing them."""
+        if self.failures:
+            return grader_failure_results("; ".join(dict.fromkeys(self.failures)),
+                                          execution_time_s=time.monotonic() - self.started)
         scores = list(self.scores.values())
         partial = partial_run(scores)
         summary = self.summary() if partial is None else f"{partial}\n{self.summary()}"
@@ -267,12 +320,15 @@ class GradingSession:
                        "versions": grading_versions(),
                        **({"partial_run": partial} if partial is not None else {}),
                        **submission_extra(self.settings.submission_metadata)})
-        except Exception as error:  # the grader's own failure must still leave valid results
-            document = fallback_results(scores, f"{type(error).__name__}: {error}")
-        return validated_results(document, scores)
+        except Exception as error:  # the grader's own failure: said as such, never a score
+            document = grader_failure_results(
+                f"building the results failed: {type(error).__name__}: {error}",
+                execution_time_s=time.monotonic() - self.started)
+        return validated_results(document)
 
     def write_classroom(self, path: Path) -> None:
-        """Write the GitHub Classroom runner results for the scores recorded so far."""
+        """Write the GitHub Classroom runner results of the final result."""
         document = classroom_results(list(self.scores.values()),
-                                     import_error=self.import_error)
+                                     import_error=self.import_error,
+                                     grader_failure=self.grader_failure)
         write_json_atomically(path, document)

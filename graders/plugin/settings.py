@@ -6,10 +6,12 @@ import argparse
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from graders.grading.compare import DEFAULT_ABS_TOL, DEFAULT_REL_TOL, Tolerance
+from graders.grading.scoring import exact_points
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER, Limits
 
 
@@ -32,6 +34,15 @@ def positive_float(text: str) -> float:
 def non_negative_float(text: str) -> float:
     """An argparse type: a finite number >= 0."""
     return _finite(text, zero_allowed=True)
+
+
+def points_total(text: str) -> Fraction:
+    """An argparse type: a total of points, exact (see
+    :func:`graders.grading.scoring.exact_points`)."""
+    try:
+        return exact_points(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def positive_int(text: str) -> int:
@@ -84,9 +95,10 @@ OPTIONS: tuple[Option, ...] = (
            "write a Gradescope results.json to this path", "PATH"),
     Option("tracks", "--grader-tracks", str, None,
            "folder of track TOML files (default: the tracks/ folder of the grader)", "DIR"),
-    Option("max_score", "--grader-max-score", positive_float, None,
+    Option("max_score", "--grader-max-score", points_total, None,
            "total points of the suite; marker points are scaled to it (default 100, or the "
-           "visible points a student bundle's golden file records)", "POINTS"),
+           "visible points a student bundle's golden file records); at most 6 decimals",
+           "POINTS"),
     Option("rel_tol", "--grader-rel-tol", non_negative_float, DEFAULT_REL_TOL,
            f"relative tolerance for real numbers (default {DEFAULT_REL_TOL:g})", "REL"),
     Option("abs_tol", "--grader-abs-tol", non_negative_float, DEFAULT_ABS_TOL,
@@ -113,6 +125,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("submission_metadata", "--grader-submission-metadata", str, None,
            "Gradescope's submission_metadata.json: its submission id goes into the results' "
            "extra_data (ignored when the file is absent)", "PATH"),
+    Option("exact_p99_points", "--grader-exact-p99-points", non_negative_float, 0.0,
+           "points of the graded extension exact_p99_ms (the exact M/M/c p99; weighted like "
+           "a test marker's points); 0, the default, leaves it out and every score unchanged",
+           "POINTS"),
     Option("html", "--grader-html", str, None,
            "write a self-contained HTML feedback report (scores, feedback, and plots of the "
            "student's curves against the reference) to this path",
@@ -127,7 +143,7 @@ class Settings:
     student: Path | None
     results: Path | None
     tracks: Path | None
-    max_score: float | None
+    max_score: Fraction | None
     tolerance: Tolerance
     limits: Limits
     examples: int
@@ -136,6 +152,7 @@ class Settings:
     classroom: Path | None = None
     submission_metadata: Path | None = None
     html: Path | None = None
+    exact_p99_points: float = 0.0
 
     @property
     def grading(self) -> bool:
@@ -167,4 +184,5 @@ def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Sett
         classroom=path("classroom"),
         submission_metadata=path("submission_metadata"),
         html=path("html"),
+        exact_p99_points=raw["exact_p99_points"][0],
     )

@@ -5,8 +5,9 @@ Each submission is graded by ``graders grade`` in a job slot (see
 :mod:`graders.regrade.slots`), in the slot's long-lived grading process (see
 :mod:`graders.regrade.server`), bounded by ``--timeout``. Submissions already graded from the
 same ``serving.py`` by the same grader are skipped unless ``--force``. Outputs, in DIR:
-``submissions/<id>/results.json`` (with meta.json and grade.log), ``grades.csv``, and the
-class report ``report.md``, ``report.json`` and ``histogram.png``.
+``submissions/<id>/results.json`` (with meta.json, grade.log and, with ``--pages``, the
+student's ``feedback.html``), ``grades.csv``, and the class report: ``class.html`` (see
+:mod:`graders.regrade.classpage`), ``report.md``, ``report.json`` and ``histogram.png``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import io
 import math
 import os
 import queue
+import shlex
 import signal
 import sys
 import tempfile
@@ -28,11 +30,27 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from graders.errors import GraderError, SubmissionError
-from graders.plugin.settings import flag_value, positive_float
+from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
+from graders.plugin.settings import flag_value, points_total
+from graders.regrade.classpage import PAGE_NAME, build_class_page
+from graders.regrade.classview import (
+    cluster_rows,
+    label_key,
+    pages_written,
+    student_rows,
+    with_classes,
+)
+from graders.regrade.clusters import cluster
 from graders.regrade.job import JobContext, run_job
+from graders.regrade.mistakes import Mistake, load_catalogue
 from graders.regrade.progress import Progress
-from graders.regrade.report import GradedSubmission, class_report, grade_table, markdown
+from graders.regrade.report import (
+    GradedSubmission,
+    class_report,
+    grade_table,
+    markdown,
+    parse_time,
+)
 from graders.regrade.roster import ClassSubmission, discover, submission_file
 from graders.regrade.slots import Slot, claim_slots, release_slots
 from graders.regrade.state import (
@@ -73,6 +91,10 @@ def run_regrade(args: argparse.Namespace) -> int:
         check_available()
     options = grade_options(args)
     _check_confinement(allow_unconfined=args.allow_unconfined)
+    catalogue = load_catalogue(Path(args.mistakes) if args.mistakes else None)
+    if args.due and parse_time(args.due) is None:
+        raise GraderError(f"--due {args.due!r} is not a time: give e.g. "
+                          "'2024-03-01 23:59 -08:00' (ISO 8601; UTC without an offset)")
     submissions, warnings = discover(root, exclude=out)
     for warning in warnings:
         sys.stderr.write(f"graders: warning: {warning}\n")
@@ -80,13 +102,13 @@ def run_regrade(args: argparse.Namespace) -> int:
         raise SubmissionError(f"no submissions in {str(root)!r}: expected a folder per "
                               "submission (e.g. a Gradescope export) or *.py files")
     check_output_folder(out, "--out", allow_link=False)
-    _close_class_folders(root, out)
+    closed = _close_class_folders(root, out)
     started = time.monotonic()
     fingerprint = grader_fingerprint(tracks=Path(args.tracks) if args.tracks else None,
-                                     options=options)
+                                     options=[*options, *(["--pages"] if args.pages else [])])
     context = JobContext(out=out, grader_sha256=fingerprint,
                          timeout_s=args.timeout or DEFAULT_TIMEOUT_S,
-                         grade_options=options)
+                         grade_options=options, pages=args.pages)
     pending = [s for s in submissions
                if args.force or not _is_up_to_date(s, context)]
     progress = Progress(len(submissions), sys.stderr, skipped=len(submissions) - len(pending))
@@ -99,9 +121,17 @@ def run_regrade(args: argparse.Namespace) -> int:
                              "resume\n")
             return INTERRUPTED
     progress.close()
-    entries = [_graded(submission, context) for submission in submissions]
-    written = write_outputs(out, entries, histogram=not args.no_histogram)
-    _summary(entries, len(pending), time.monotonic() - started, written)
+    entries = [_graded(submission, context, due=args.due or "") for submission in submissions]
+    written = write_outputs(out, entries, histogram=not args.no_histogram, names=args.names,
+                            catalogue=catalogue)
+    _summary(entries, len(pending), time.monotonic() - started, written, closed)
+    unfinished = [entry for entry in entries if entry.status in RETRIED]
+    if unfinished:  # never a silent success: these have no score yet
+        sys.stderr.write(f"graders: error: {len(unfinished)} of {len(entries)} submissions "
+                         "have no score: the grader failed or ran out of time on them (their "
+                         "reasons are above); run the same command again to grade them "
+                         "again\n")
+        return GRADER_FAILED_EXIT
     return 0
 
 
@@ -121,17 +151,32 @@ def _check_confinement(*, allow_unconfined: bool) -> None:
                      f"{gap}\n")
 
 
-def _close_class_folders(root: Path, out: Path) -> None:
+#: Statuses of a submission whose grading did not complete through no fault of its own:
+#: it has no score, and the next run grades it again.
+RETRIED = ("grader_failed", "timed_out", "missing")
+
+
+#: Why a regrade run as root closes the class's folders (said on stderr and in the summary).
+CLOSED_WHY = ("so that student code, run as a sandbox user, cannot read the class's "
+              "submissions or results")
+
+
+def _close_class_folders(root: Path, out: Path) -> list[str]:
     """As root, close the class's submissions and results to other users: a sandbox user
-    must not read (or run) a classmate's serving.py or results while it is graded."""
+    must not read (or run) a classmate's serving.py or results while it is graded. The
+    lines that say what was changed, and how to undo it."""
     if not running_as_root():
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    opened = [path for path in (root, out) if path.stat().st_mode & 0o007]
-    close_to_others(opened)
-    for path in opened:
-        sys.stderr.write(f"graders: note: closed {str(path)!r} to other users, so that "
-                         "student code cannot read the class's submissions or results\n")
+        return []
+    out.mkdir(mode=0o755, parents=True, exist_ok=True)
+    opened = [(path, path.stat().st_mode & 0o777) for path in (root, out)
+              if path.stat().st_mode & 0o007]
+    close_to_others([path for path, _ in opened])
+    lines = [f"closed {str(path)!r} to other users (mode {mode:o} -> "
+             f"{path.stat().st_mode & 0o777:o}) {CLOSED_WHY}; to reopen it after the "
+             f"regrade: chmod o+rx {shlex.quote(str(path))}" for path, mode in opened]
+    for line in lines:
+        sys.stderr.write(f"graders: note: {line}\n")
+    return lines
 
 
 def grade_options(args: argparse.Namespace) -> list[str]:
@@ -143,7 +188,7 @@ def grade_options(args: argparse.Namespace) -> list[str]:
         load_tracks(args.tracks)
         options += ["--tracks", str(Path(args.tracks).resolve())]
     if args.max_score is not None:
-        flag_value("--max-score", args.max_score, positive_float)
+        flag_value("--max-score", args.max_score, points_total)
         options += ["--max-score", args.max_score]
     return options
 
@@ -229,7 +274,7 @@ def _work_folders(out: Path) -> tuple[Path, Path]:
                     report_problems(remove_tree(entry), what="removing an abandoned regrade")
     work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     work.chmod(0o711)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o755, parents=True, exist_ok=True)
     private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=out))
     return work, private
 
@@ -251,32 +296,48 @@ def _follow(futures: dict[concurrent.futures.Future[JobRecord | None], ClassSubm
         progress.show()
 
 
-def _graded(submission: ClassSubmission, context: JobContext) -> GradedSubmission:
+def _graded(submission: ClassSubmission, context: JobContext, *, due: str = ""
+            ) -> GradedSubmission:
     folder = context.folder(submission)
     record, results = read_record(folder), read_valid_results(folder / RESULTS_NAME)
+    times = {"created_at": submission.created_at, "due": submission.due or due}
+    if record is not None and record.status in RETRIED:  # no score, and the reason why
+        return GradedSubmission(submission.id, submission.submitters or record.submitters,
+                                record.status, record.reason, {}, **times)
     if record is None or results is None:
         return GradedSubmission(submission.id, submission.submitters, "missing",
-                                "no results: its grading did not finish", {})
+                                "no results: its grading did not finish", {}, **times)
     return GradedSubmission(submission.id, submission.submitters or record.submitters,
-                            record.status, record.reason, results)
+                            record.status, record.reason, results, **times)
 
 
-def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: bool
+def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: bool,
+                  names: bool = False, catalogue: Sequence[Mistake] | None = None
                   ) -> list[Path]:
-    """Write grades.csv, report.json, histogram.png and report.md; return their paths."""
-    written = [out / "grades.csv", out / "report.json"]
+    """Write grades.csv, report.json (with the mistake clusters), class.html, histogram.png
+    and report.md; return their paths. Submission names appear in the clusters and on
+    the class page only with ``names``."""
+    written = [out / "grades.csv", out / "report.json", out / PAGE_NAME]
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(grade_table(entries))
     _write_text(written[0], buffer.getvalue())
-    report = class_report(entries)
+    pages = pages_written(out, entries)
+    found = cluster(entries, load_catalogue() if catalogue is None else catalogue)
+    report = with_classes(
+        class_report(entries),
+        cluster_rows(found, sum(entry.graded for entry in entries), key=label_key(out),
+                     names=names, pages=pages),
+        student_rows(entries, pages) if names else None)
     write_json_atomically(written[1], report)
+    _write_text(written[2], build_class_page(report, names=names))
     picture = None
     if histogram:
         from graders.regrade.histogram import write_histogram
 
         picture = out / "histogram.png"
         write_histogram(picture, report["histogram"]["edges"], report["histogram"]["counts"],
-                        title=f"Scores of {report['graded']} graded submissions")
+                        title=f"Scores of {report['graded']} graded submissions",
+                        apart=report["histogram"]["apart"])
         written.append(picture)
     written.append(out / "report.md")
     _write_text(written[-1], markdown(report, histogram_file=picture.name if picture else None))
@@ -293,7 +354,7 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _summary(entries: Sequence[GradedSubmission], regraded: int, elapsed_s: float,
-             written: Sequence[Path]) -> None:
+             written: Sequence[Path], closed: Sequence[str] = ()) -> None:
     failed = [entry for entry in entries if not entry.graded]
     lines = [f"{len(entries)} submissions: {regraded} processed now, "
              f"{len(entries) - regraded} up to date, {len(failed)} not graded "
@@ -302,5 +363,6 @@ def _summary(entries: Sequence[GradedSubmission], regraded: int, elapsed_s: floa
               for entry in failed[:10]]
     if len(failed) > 10:
         lines.append(f"  ... and {len(failed) - 10} more (see report.md)")
+    lines += [f"  {line}" for line in closed]
     lines.append("wrote " + ", ".join(str(path) for path in written))
     sys.stdout.write("\n".join(lines) + "\n")

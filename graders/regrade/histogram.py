@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from graders.errors import GraderError
@@ -24,10 +24,17 @@ def check_available() -> None:
         raise HistogramError(MISSING)
 
 
+#: Colours of the bars of submissions that were not graded, by status.
+APART_COLOURS = {"grader_failed": "#c44e52", "timed_out": "#dd8452", "rejected": "#8c8c8c",
+                 "missing": "#b0b0b0"}
+
+
 def write_histogram(path: Path, edges: Sequence[float], counts: Sequence[int], *,
-                    title: str) -> None:
-    """Draw bars of ``counts`` between ``edges`` and write them to ``path`` (PNG), through a
-    temp file the grader creates and a rename."""
+                    title: str, apart: Mapping[str, int] | None = None) -> None:
+    """Draw bars of ``counts`` between ``edges`` and, to their right past a gap, one hatched
+    bar per reason a submission was not graded (``apart``: a grader failure is never drawn
+    as a score of 0), and write them to ``path`` (PNG), through a temp file the grader
+    creates and a rename."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -40,10 +47,21 @@ def write_histogram(path: Path, edges: Sequence[float], counts: Sequence[int], *
     widths = [high - low for low, high in zip(edges, edges[1:], strict=False)]
     axes.bar(list(edges[:-1]), list(counts), width=widths, align="edge",
              edgecolor="black", color="#4c72b0")
-    axes.set_xlabel("score")
+    right = edges[-1]
+    step = widths[0] if widths else 1.0
+    for index, (status, count) in enumerate(sorted((apart or {}).items())):
+        x = edges[-1] + step * (1 + 1.5 * index)
+        axes.bar([x], [count], width=step, align="edge", edgecolor="black", hatch="//",
+                 color=APART_COLOURS.get(status, "#8c8c8c"),
+                 label=f"not graded: {status.replace('_', ' ')}")
+        right = x + step
+    axes.set_xlabel("score" + ("; hatched: not graded, apart from the scores" if apart
+                               else ""))
     axes.set_ylabel("submissions")
     axes.set_title(title)
-    axes.set_xlim(edges[0], edges[-1])
+    axes.set_xlim(edges[0], right)
+    if apart:
+        axes.legend(loc="upper left", fontsize="small")
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     figure.tight_layout()
     picture = io.BytesIO()

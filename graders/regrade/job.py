@@ -13,6 +13,7 @@ Student code never runs in the regrade process, nor in the grading process.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -23,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import graders
-from graders.errors import SubmissionError
+from graders.errors import BELOW_FAIL_UNDER_EXIT, SubmissionError
 from graders.regrade.roster import ClassSubmission, submission_file
 from graders.regrade.server import GradingProcess
 from graders.regrade.slots import Slot
 from graders.regrade.state import RESULTS_NAME, JobRecord, sha256, write_record
 from graders.results.reports import (
-    fallback_results,
+    grader_failure,
+    grader_failure_results,
     read_valid_results,
+    unusable_submission_results,
     write_json_atomically,
     write_results,
 )
@@ -38,6 +41,8 @@ from graders.sandbox.privileges import LOCK_VARIABLE
 from graders.sandbox.submission import SUBMISSION_NAME, read_submission
 
 LOG_NAME = "grade.log"
+#: Each student's HTML feedback page, written with ``graders regrade --pages``.
+PAGE_NAME = "feedback.html"
 #: The end of the grading log kept beside each submission's results.
 LOG_TAIL_BYTES = 64 * 1024
 
@@ -50,6 +55,8 @@ class JobContext:
     grader_sha256: str
     timeout_s: float
     grade_options: list[str] = field(default_factory=list)
+    #: Whether each student's HTML page is written too (``PAGE_NAME`` beside results.json).
+    pages: bool = False
     #: Set on interrupt: jobs not started yet are not started, running ones are killed.
     stop: threading.Event = field(default_factory=threading.Event)
     _running: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -138,7 +145,7 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     except SubmissionError as error:
         reason = str(error).replace(str(submission.path.parent) + os.sep, "")
         return _store(context, submission, folder, "rejected", reason, "", started, None,
-                      fallback_results([], f"the submission was not graded: {reason}"))
+                      unusable_submission_results(reason))
     grading = context.grading_process(slot)
     slot.clean(spare=_pids(grading))
     private = slot.private  # root's alone, in OUT: no sandbox user reads or fills these
@@ -147,18 +154,21 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     staged.write_bytes(data)
     results = private / RESULTS_NAME
     log = private / LOG_NAME
-    code, timed_out = grading.grade(
-        grade_arguments(staged, results, slot, context.grade_options), log,
-        context.timeout_s)
+    page = private / PAGE_NAME
+    options = [*context.grade_options, *(["--html", str(page)] if context.pages else [])]
+    code, timed_out = grading.grade(grade_arguments(staged, results, slot, options), log,
+                                    context.timeout_s)
     if context.stop.is_set():
         grading.stop()
         slot.clean()
         return None
     document = read_valid_results(results)
-    status, reason = _outcome(code, timed_out, document, log, context.timeout_s)
-    if document is None or timed_out:
-        document = fallback_results([], reason)
+    status, reason = _outcome(code, timed_out, document, _recorded_failure(results), log,
+                              context.timeout_s)
+    if status != "graded" or document is None:
+        document = grader_failure_results(reason)
     _keep_log_tail(log, folder / LOG_NAME)
+    _keep_page(page if context.pages and not timed_out else None, folder / PAGE_NAME)
     slot.clean(spare=_pids(grading))
     return _store(context, submission, folder, status, reason, sha256(data), started, code,
                   document, source=source)
@@ -168,19 +178,27 @@ def _pids(grading: GradingProcess) -> tuple[int, ...]:
     return (grading.pid,) if grading.pid is not None else ()
 
 
-def _outcome(code: int | None, timed_out: bool, document: dict[str, Any] | None, log: Path,
-             timeout_s: float) -> tuple[str, str]:
-    """(status, reason) of a finished job."""
+def _outcome(code: int | None, timed_out: bool, document: dict[str, Any] | None,
+             failure: str | None, log: Path, timeout_s: float) -> tuple[str, str]:
+    """(status, reason) of a finished job: "graded" only for a grading that completed (exit
+    code 0, or 3 for a score under --fail-under) with valid results."""
     if timed_out:
         return "timed_out", f"grading took longer than {timeout_s:g} s and was stopped"
-    if code == 0 and document is not None:
+    if code in (0, BELOW_FAIL_UNDER_EXIT) and document is not None:
         return "graded", ""
-    extra = document.get("extra_data") if document else None
-    if isinstance(extra, dict) and extra.get("grader_error"):
-        return "grader_failed", str(extra["grader_error"])
+    if failure is not None:
+        return "grader_failed", failure
     last = _last_line(log)
     return "grader_failed", f"graders grade exited with code {code}" + \
         (f": {last}" if last else "")
+
+
+def _recorded_failure(results: Path) -> str | None:
+    """The reason of the grader-failure record at ``results``, if that is what it holds."""
+    try:
+        return grader_failure(json.loads(results.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
 
 
 def _last_line(log: Path) -> str:
@@ -199,6 +217,19 @@ def _keep_log_tail(log: Path, destination: Path) -> None:
         with log.open("rb") as stream:
             stream.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))
             destination.write_bytes(stream.read())
+    except OSError:
+        pass
+
+
+def _keep_page(page: Path | None, destination: Path) -> None:
+    """Move the student's page beside its results, or remove an earlier run's."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if page is not None and page.is_file():
+            page.replace(destination)
+            destination.chmod(0o644)
+        else:
+            destination.unlink(missing_ok=True)
     except OSError:
         pass
 

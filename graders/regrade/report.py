@@ -3,6 +3,8 @@ rate, the score distribution and the most common failure messages. Pure function
 
 from __future__ import annotations
 
+import datetime
+import math
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -17,6 +19,8 @@ from graders.results.reports import result_tags
 SCHEMA_VERSION = 1
 #: Statuses of a submission in a regrade; only "graded" ones have a full list of tests.
 GRADED = "graded"
+#: Statuses with a score: graded, and rejected (no usable serving.py earns 0).
+SCORED = (GRADED, "rejected")
 #: Failure messages listed in the report.
 TOP_FAILURES = 20
 HISTOGRAM_BINS = 10
@@ -34,6 +38,10 @@ class GradedSubmission:
     status: str
     reason: str
     results: Mapping[str, Any]
+    #: When it was submitted and when it was due, as Gradescope's metadata writes them
+    #: ("" when unknown): see :func:`lateness`.
+    created_at: str = ""
+    due: str = ""
 
     @property
     def graded(self) -> bool:
@@ -51,11 +59,11 @@ class GradedSubmission:
             if isinstance(tests, list) else []
 
 
-def _function(test: Mapping[str, Any]) -> str:
+def function_of(test: Mapping[str, Any]) -> str:
     return result_tags(test)[0]
 
 
-def _track(test: Mapping[str, Any]) -> str:
+def track_of(test: Mapping[str, Any]) -> str:
     return result_tags(test)[1]
 
 
@@ -69,7 +77,7 @@ def function_scores(submission: GradedSubmission) -> dict[str, float]:
     """Points per contract function (the first tag of each test), in test order."""
     earned: dict[str, float] = {}
     for test in submission.tests:
-        name = _function(test)
+        name = function_of(test)
         earned[name] = earned.get(name, 0.0) + float(test.get("score", 0.0))
     return {name: round(value, 6) for name, value in earned.items()}
 
@@ -86,8 +94,10 @@ def max_score(entries: Sequence[GradedSubmission]) -> float | None:
 
 
 def grade_table(entries: Sequence[GradedSubmission]) -> list[list[str]]:
-    """The rows of grades.csv, header first: who, how grading ended, the score, and the
-    points of every function (empty where grading did not complete).
+    """The rows of grades.csv, header first: one row per person (a group submission gives
+    each member a row with the same score and the submission id as ``group``), how
+    grading ended, the score, lateness, and the points of every function (empty where
+    grading did not complete).
 
     Every text cell is safe in a spreadsheet (:func:`graders.escaping.for_csv_cell`):
     a name such as ``=HYPERLINK(...)`` is written as ``'=HYPERLINK(...)``."""
@@ -97,23 +107,59 @@ def grade_table(entries: Sequence[GradedSubmission]) -> list[list[str]]:
             if name not in functions:
                 functions.append(name)
     maximum = max_score(entries)
-    rows = [["submission", "name", "sid", "email", "status", "score", "max_score",
-             *map(for_csv_cell, functions)]]
+    rows = [["submission", "name", "sid", "email", "status", "score", "max_score", "group",
+             "late", "days_late", *map(for_csv_cell, functions)]]
     for entry in entries:
         points = function_scores(entry) if entry.graded else {}
-        people = entry.submitters
-        rows.append([
-            *(for_csv_cell(text) for text in (
-                entry.id,
-                "; ".join(p.name for p in people),
-                "; ".join(p.sid for p in people),
-                "; ".join(p.email for p in people),
-                entry.status)),
-            _number(entry.score),
-            "" if maximum is None else _number(maximum),
-            *(_number(points[name]) if name in points else "" for name in functions),
-        ])
+        late, days = lateness(entry.created_at, entry.due)
+        group = entry.id if len(entry.submitters) > 1 else ""
+        for person in entry.submitters or (Submitter(),):
+            rows.append([
+                *(for_csv_cell(text) for text in (
+                    entry.id, person.name, person.sid, person.email, entry.status)),
+                # a grader failure or a time-out has no score: an empty cell, never a 0
+                _number(entry.score) if entry.status in SCORED else "",
+                "" if maximum is None else _number(maximum),
+                for_csv_cell(group), late, days,
+                *(_number(points[name]) if name in points else "" for name in functions),
+            ])
     return rows
+
+
+_TIME = re.compile(r"^\s*(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d)?)(\.\d+)?\s*"
+                   r"(Z|UTC|[+-]\d\d:?\d\d)?\s*$", re.IGNORECASE)
+
+
+def parse_time(text: str) -> datetime.datetime | None:
+    """A time as Gradescope writes it (``2024-03-01 12:00:00.000000000 -08:00``, or ISO
+    8601); None when it is not one. A time without an offset is read as UTC."""
+    match = _TIME.match(text)
+    if match is None:
+        return None
+    day, clock, fraction, zone = match.groups()
+    if len(clock) == 5:
+        clock += ":00"
+    micro = (fraction or ".0")[1:7].ljust(6, "0")
+    offset = "+00:00" if zone is None or zone.upper() in ("Z", "UTC") else zone
+    if ":" not in offset:
+        offset = f"{offset[:3]}:{offset[3:]}"
+    try:
+        return datetime.datetime.fromisoformat(f"{day}T{clock}.{micro}{offset}")
+    except ValueError:
+        return None
+
+
+def lateness(created_at: str, due: str) -> tuple[str, str]:
+    """(``late``, ``days_late``) for grades.csv: ``yes``/``no`` and the days started after
+    the due date (1 for a minute late; 0 when on time); both empty when either time is
+    unknown. No penalty: that is each course's policy."""
+    submitted, deadline = parse_time(created_at), parse_time(due)
+    if submitted is None or deadline is None:
+        return "", ""
+    seconds = (submitted - deadline).total_seconds()
+    if seconds <= 0:
+        return "no", "0"
+    return "yes", str(math.ceil(seconds / 86400))
 
 
 def _number(value: float) -> str:
@@ -155,7 +201,7 @@ def pass_rates(entries: Sequence[GradedSubmission]) -> list[PassRate]:
             passed[key] += int(test.get("status") == "passed")
             maximum = float(test.get("max_score", 0.0))
             fractions[key] += float(test.get("score", 0.0)) / maximum if maximum else 1.0
-    rates = [PassRate(key, str(test.get("name", key)), _function(test), _track(test),
+    rates = [PassRate(key, str(test.get("name", key)), function_of(test), track_of(test),
                       str(test.get("visibility", "visible")), passed[key], graded[key],
                       round(fractions[key] / graded[key], 6))
              for key, test in seen.items()]
@@ -256,10 +302,10 @@ def failure_groups(entries: Sequence[GradedSubmission], limit: int = TOP_FAILURE
             if test.get("status") == "passed":
                 continue
             for line, hint in failure_lines(test):
-                key = (_function(test), normalize_message(line))
+                key = (function_of(test), normalize_message(line))
                 keys.add(key)
                 first.setdefault(key, (line[:_MESSAGE_CHARS], hint))
-                for seen, value in ((functions[key], _function(test)),
+                for seen, value in ((functions[key], function_of(test)),
                                     (tests[key], str(test.get("name", "")))):
                     if value not in seen:
                         seen.append(value)
@@ -283,6 +329,37 @@ def histogram(scores: Sequence[float], maximum: float | None, bins: int = HISTOG
     return edges, counts
 
 
+def heatmap(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
+    """Pass rates by function and track: the share of graded submissions with full marks
+    on every test of that function and track ("" is the tests without a track)."""
+    functions: list[str] = []
+    tracks: list[str] = []
+    passed: Counter[tuple[str, str]] = Counter()
+    graded = 0
+    for entry in entries:
+        if not entry.graded:
+            continue
+        graded += 1
+        failed: set[tuple[str, str]] = set()
+        cells: set[tuple[str, str]] = set()
+        for test in entry.tests:
+            cell = (function_of(test), track_of(test))
+            cells.add(cell)
+            if test.get("status") != "passed":
+                failed.add(cell)
+            if cell[0] not in functions:
+                functions.append(cell[0])
+            if cell[1] not in tracks:
+                tracks.append(cell[1])
+        passed.update(cells - failed)
+        passed.update(dict.fromkeys(failed, 0))
+    rates: dict[str, dict[str, float]] = defaultdict(dict)
+    for (function, track), count in passed.items():
+        rates[function][track] = round(count / graded, 6)
+    tracks.sort(key=lambda track: (track != "", track))
+    return {"functions": functions, "tracks": tracks, "pass_rate": dict(rates)}
+
+
 def class_report(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
     """The class report as plain JSON data (rendered to Markdown by :func:`markdown`);
     every text in it is free of control characters."""
@@ -294,7 +371,7 @@ def class_report(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
     function_max: dict[str, float] = defaultdict(float)
     for entry in graded[:1]:
         for test in entry.tests:
-            function_max[_function(test)] += float(test.get("max_score", 0.0))
+            function_max[function_of(test)] += float(test.get("max_score", 0.0))
     for entry in graded:
         for name, points in function_scores(entry).items():
             functions[name].append(points)
@@ -309,7 +386,10 @@ def class_report(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
             "min": min(scores), "max": max(scores),
             "full_marks": sum(maximum is not None and score >= maximum for score in scores),
         } if scores else None,
-        "histogram": {"edges": edges, "counts": counts},
+        "histogram": {"edges": edges, "counts": counts,
+                      "apart": dict(Counter(entry.status for entry in entries
+                                            if not entry.graded))},
+        "heatmap": heatmap(entries),
         "functions": [{"function": name, "mean": round(statistics.fmean(points), 6),
                        "max_score": round(function_max[name], 6)}
                       for name, points in functions.items()],
@@ -357,6 +437,8 @@ def markdown(report: Mapping[str, Any], *, histogram_file: str | None = None) ->
     lines += ["| scores | submissions |", "|---|---|"]
     lines += [f"| {low:g}-{high:g} | {count} |"
               for low, high, count in zip(edges, edges[1:], counts, strict=False)]
+    lines += [f"| not graded: {_cell(status.replace('_', ' '))} | {count} |"
+              for status, count in sorted(report["histogram"].get("apart", {}).items())]
     lines += ["", "## Points by function", "", "| function | mean | max |", "|---|---|---|"]
     lines += [f"| {_cell(row['function'])} | {row['mean']:g} | {row['max_score']:g} |"
               for row in report["functions"]]
@@ -374,6 +456,15 @@ def markdown(report: Mapping[str, Any], *, histogram_file: str | None = None) ->
               f"{_student_cell(row['hint'])} | "
               f"{_cell(', '.join(row['functions']))} | {len(row['tests'])} |"
               for row in report["failures"]]
+    if report.get("clusters"):
+        lines += ["", "## Mistake clusters", "",
+                  "Submissions with the same wrong answers in one function, largest first "
+                  "(see class.html).", "",
+                  "| submissions | share | function | known mistake | hint | representative |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {row['submissions']} | {row['share']:.0%} | {_cell(row['function'])} | "
+                  f"{_cell(row['label'] or '-')} | {_student_cell(row['hint'])} | "
+                  f"{_student_cell(row['representative'])} |" for row in report["clusters"]]
     if report["not_graded"]:
         lines += ["", "## Not graded", "", "| submission | status | reason |", "|---|---|---|"]
         lines += [f"| {_student_cell(row['submission'])} | {_cell(row['status'])} | "

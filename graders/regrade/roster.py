@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -35,6 +36,9 @@ class ClassSubmission:
     id: str
     path: Path
     submitters: tuple[Submitter, ...] = ()
+    #: When it was submitted and when it was due, as the metadata says ("" if unknown).
+    created_at: str = ""
+    due: str = ""
 
 
 def discover(root: Path, *, exclude: Path | None = None
@@ -48,10 +52,12 @@ def discover(root: Path, *, exclude: Path | None = None
         raise SubmissionError(f"submissions folder {str(root)!r} is not a folder")
     warnings: list[str] = []
     people: dict[str, tuple[Submitter, ...]] = {}
+    times: dict[str, tuple[str, str]] = {}
     metadata = root / METADATA_NAME
     if metadata.is_file():
         try:
-            people = parse_submission_metadata(metadata.read_text(encoding="utf-8"))
+            text = metadata.read_text(encoding="utf-8")
+            people, times = parse_submission_metadata(text), submission_times(text)
         except (OSError, UnicodeDecodeError, ValueError) as error:
             warnings.append(f"{METADATA_NAME} cannot be read ({error}); folder names are "
                             "the submission ids")
@@ -70,7 +76,8 @@ def discover(root: Path, *, exclude: Path | None = None
         if ident in found:
             raise SubmissionError(f"two submissions have the id {ident!r}: "
                                   f"{found[ident].path.name} and {entry.name}; rename one")
-        found[ident] = ClassSubmission(ident, entry, people.get(entry.name, ()))
+        found[ident] = ClassSubmission(ident, entry, people.get(entry.name, ()),
+                                       *times.get(entry.name, ("", "")))
     missing = sorted(set(people) - {s.path.name for s in found.values()})
     if missing:
         warnings.append(f"{METADATA_NAME} lists {len(missing)} folder(s) that do not exist: "
@@ -87,17 +94,14 @@ def submission_file(submission: ClassSubmission) -> Path:
 def parse_submission_metadata(text: str) -> dict[str, tuple[Submitter, ...]]:
     """Map each folder of Gradescope's ``submission_metadata.yml`` to its submitters.
 
-    The file is YAML (read with PyYAML's ``safe_load``) whose keys are Ruby symbols
-    (``:submitters:``, ``:name:``): each top-level folder key holds a ``:submitters:`` list
-    of ``:name:``, ``:sid:`` and ``:email:`` entries; every other key is ignored. Raises
-    ValueError when the file is not YAML or names no folder.
+    The file is YAML whose keys are Ruby symbols (``:submitters:``, ``:name:``): each
+    top-level folder key holds a ``:submitters:`` list of ``:name:``, ``:sid:`` and
+    ``:email:`` entries; every other key is ignored. Every value is read as the text
+    written (PyYAML's ``BaseLoader``, no type resolution): an unquoted ``:sid: 0012346``
+    stays ``"0012346"``, not the octal number 5350. Raises ValueError when the file is not
+    YAML or names no folder.
     """
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ValueError(f"it is not YAML ({str(error).splitlines()[0]})") from None
-    if not isinstance(document, dict) or not document:
-        raise ValueError("no submission folders found in it")
+    document = _document(text)
     folders: dict[str, tuple[Submitter, ...]] = {}
     for folder, entry in document.items():
         submitters = _field(entry, "submitters")
@@ -114,3 +118,29 @@ def _field(mapping: object, key: str) -> object:
     if not isinstance(mapping, dict):
         return None
     return mapping.get(f":{key}", mapping.get(key))
+
+
+def _document(text: str) -> dict[Any, Any]:
+    """The metadata as nested dicts, lists and strings (see
+    :func:`parse_submission_metadata`)."""
+    try:
+        document = yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506 - BaseLoader builds only str, list and dict
+    except yaml.YAMLError as error:
+        raise ValueError(f"it is not YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(document, dict) or not document:
+        raise ValueError("no submission folders found in it")
+    return document
+
+
+def submission_times(text: str) -> dict[str, tuple[str, str]]:
+    """Map each folder to (``:created_at:``, the due date) as written; the due date is the
+    folder's ``:due_date:``, or its ``:assignment:``'s (Gradescope's per-submission
+    metadata), "" when neither is there."""
+    times: dict[str, tuple[str, str]] = {}
+    for folder, entry in _document(text).items():
+        created, due = _field(entry, "created_at"), _field(entry, "due_date")
+        if not isinstance(due, str):
+            due = _field(_field(entry, "assignment"), "due_date")
+        times[str(folder)] = (created if isinstance(created, str) else "",
+                              due if isinstance(due, str) else "")
+    return times

@@ -13,29 +13,34 @@ from collections.abc import Sequence
 from typing import Any
 
 from graders.escaping import escape_controls, for_actions_log
-from graders.grading.scoring import TestScore, rounded, total
+from graders.grading.scoring import TestScore, rounded, written_points
 
 #: The version of the runner-results format the reporter reads.
 CLASSROOM_VERSION = 1
 
 
-def classroom_results(scores: Sequence[TestScore], *, import_error: str | None = None
-                      ) -> dict[str, Any]:
-    """The runner-results document: version, status, max_score and one entry per test.
+def classroom_results(scores: Sequence[TestScore], *, import_error: str | None = None,
+                      grader_failure: str | None = None) -> dict[str, Any]:
+    """The runner-results document: version, status, max_score and one entry per test
+    (for a grader failure: status "error" and no test, so no points are reported).
 
     The reporter prints each message to the workflow's log: messages carry no escape
     sequence and no line that would start a workflow command
     (:func:`graders.escaping.for_actions_log`)."""
-    _, maximum = total(scores)
+    points = written_points(scores)
+    if grader_failure is not None:
+        return {"version": CLASSROOM_VERSION, "status": "error",
+                "max_score": rounded(points.total_maximum), "tests": [],
+                "message": for_actions_log(f"the grader failed: {grader_failure}")}
     tests = []
-    for score in scores:
+    for score, earned in zip(scores, points.earned, strict=True):
         status = "pass" if score.status == "passed" else \
             "error" if score.status == "error" else "fail"
         hidden = score.visibility != "visible"
         tests.append({
             "name": escape_controls(score.name),
             "status": status,
-            "score": rounded(score.earned),
+            "score": rounded(earned),
             "message": "" if status == "pass" else
             ("Hidden test." if hidden else for_actions_log(score.output)),
             "test_code": score.nodeid,
@@ -49,8 +54,8 @@ def classroom_results(scores: Sequence[TestScore], *, import_error: str | None =
         status = "pass"
     else:
         status = "fail"
-    return {"version": CLASSROOM_VERSION, "status": status, "max_score": rounded(maximum),
-            "tests": tests}
+    return {"version": CLASSROOM_VERSION, "status": status,
+            "max_score": rounded(points.total_maximum), "tests": tests}
 
 
 def github_output_line(document: dict[str, Any]) -> str:

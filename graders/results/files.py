@@ -174,7 +174,7 @@ def check_output_folder(folder: str | os.PathLike[str], flag: str, *, create: bo
         for part in wanted.parts[len(wanted.parts) - missing:]:
             real = real / part
             with contextlib.suppress(FileExistsError):  # checked below, whoever made it
-                os.mkdir(real)
+                os.mkdir(real, 0o755)  # never wider, whatever the umask
     except OSError as error:
         raise _refuse(flag, shown, f"it cannot be checked ({error.strerror or error})") \
             from None
@@ -236,7 +236,7 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes, *,
     then renamed over ``path``. Missing folders are created; a link or FIFO at ``path`` is
     replaced, never written through."""
     target = Path(os.path.abspath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
     if not POSIX_FOLDERS:
         _write_by_path(target, data)
         return
@@ -269,17 +269,21 @@ class Reservation:
     def __init__(self, path: str | os.PathLike[str], size: int) -> None:
         self.target = Path(os.path.abspath(path))
         self.size = size
-        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         self._folder: int | None = None
         if not POSIX_FOLDERS:  # nothing held: outputs are written the usual way
             return
         self._folder = _open_folder(Path(os.path.realpath(self.target.parent)))
         self._temporary, self._handle = _create_temporary(self._folder, self.target.name)
         try:
-            os.posix_fallocate(self._handle, 0, size)
-        except OSError:  # no fallocate on this file system: allocate by writing zeros
-            os.pwrite(self._handle, bytes(size), 0)
-        os.fsync(self._handle)
+            try:
+                os.posix_fallocate(self._handle, 0, size)
+            except OSError:  # no fallocate on this file system: allocate by writing zeros
+                os.pwrite(self._handle, bytes(size), 0)
+            os.fsync(self._handle)
+        except BaseException:  # no space to hold (or interrupted): nothing left behind
+            self.release()
+            raise
 
     def write(self, data: bytes, *, mode: int = 0o644) -> bool:
         """Write ``data`` into the reserved space and rename it over the target; False

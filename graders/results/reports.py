@@ -10,8 +10,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from graders.errors import GRADER_FAILURE_ADVICE
 from graders.escaping import GRADESCOPE_FORMATS, escape_controls, for_gradescope, has_controls
-from graders.grading.scoring import TestScore, rounded, total
+from graders.grading.scoring import (
+    SCORE_DECIMALS,
+    TestScore,
+    WrittenPoints,
+    rounded,
+    written_points,
+)
 from graders.results.files import Reservation
 from graders.results.files import write_text_atomically as write_text_atomically
 
@@ -38,18 +45,20 @@ def _plain(value: Any) -> Any:
 
 def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
                        output: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A results.json document in Gradescope's format, score clamped to [0, max]; every
-    text escaped for :data:`OUTPUT_FORMAT`, which each output and name declares."""
-    earned, maximum = total(scores)
-    earned = min(max(earned, Fraction(0)), maximum)
+    """A results.json document in Gradescope's format, with the points every output writes
+    (:func:`graders.grading.scoring.written_points`: the tests add up to the score, the
+    maxima to the maximum); every text escaped for :data:`OUTPUT_FORMAT`, which each
+    output and name declares."""
+    points = written_points(scores)
     tests = []
-    for number, score in enumerate(scores, start=1):
+    for number, (score, earned, maximum) in enumerate(
+            zip(scores, points.earned, points.maxima, strict=True), start=1):
         tests.append({
             "name": for_gradescope(score.name, OUTPUT_FORMAT),
             "name_format": OUTPUT_FORMAT,
             "number": str(number),
-            "score": rounded(score.earned),
-            "max_score": rounded(score.max_score),
+            "score": rounded(earned),
+            "max_score": rounded(maximum),
             "status": "passed" if score.status == "passed" else "failed",
             "output": for_gradescope(score.output, OUTPUT_FORMAT),
             "output_format": OUTPUT_FORMAT,
@@ -57,18 +66,20 @@ def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
             "visibility": score.visibility,
             "extra_data": _plain({"nodeid": score.nodeid, "outcome": score.status,
                                   "passed_cases": score.passed_cases,
-                                  "total_cases": score.total_cases}),
+                                  "total_cases": score.total_cases,
+                                  **({"failed_cases": list(score.failed_cases)}
+                                     if score.failed_cases else {})}),
         })
     return {
-        "score": rounded(earned),
+        "score": rounded(points.total_earned),
         "execution_time": round(execution_time_s, 3),
         "output": for_gradescope(output, OUTPUT_FORMAT),
         "output_format": OUTPUT_FORMAT,
         "test_output_format": OUTPUT_FORMAT,
         "test_name_format": OUTPUT_FORMAT,
         "stdout_visibility": "hidden",
-        "extra_data": _plain({"schema_version": SCHEMA_VERSION, "max_score": rounded(maximum),
-                              **(extra or {})}),
+        "extra_data": _plain({"schema_version": SCHEMA_VERSION,
+                              "max_score": rounded(points.total_maximum), **(extra or {})}),
         "tests": tests,
     }
 
@@ -145,14 +156,54 @@ def _text_problems(holder: Mapping[str, Any], where: str, output: tuple[str, str
     return problems
 
 
-def fallback_results(scores: Sequence[TestScore], reason: str) -> dict[str, Any]:
-    """Results for a run the grader could not finish: every known test at 0, and why."""
-    zeroed = [score.with_outcome("error", Fraction(0), "not graded: the grader failed")
-              for score in scores]
-    return gradescope_results(
-        zeroed, execution_time_s=0.0,
-        output=f"Grading did not complete: {reason}. Please contact the course staff.",
-        extra={"grader_error": reason})
+def grader_failure_results(reason: str, *, execution_time_s: float = 0.0,
+                           extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The record a grader failure leaves at the results path: no score at all.
+
+    A failure of the grader is never written as points. The record has neither ``score``
+    nor ``tests``, so that no reader can take it for a grade: :func:`read_valid_results`
+    refuses it, a class regrade records ``grader_failed`` and grades the submission again,
+    and the Gradescope runner removes it, so that Gradescope shows its own "the autograder
+    failed to execute correctly" to the student and flags the submission to staff, who
+    rerun it (see docs/course-staff.md)."""
+    reason = " ".join(reason.split()) or "unknown failure"
+    record: dict[str, Any] = _plain({
+        "grader_failed": True,
+        "schema_version": SCHEMA_VERSION,
+        "reason": reason,
+        "what_to_do": GRADER_FAILURE_ADVICE,
+        "output": f"Grading did not complete: the grader failed ({reason}). This is not your "
+                  "score: the course staff will grade this submission again.",
+        "output_format": OUTPUT_FORMAT,
+        "execution_time": round(execution_time_s, 3),
+        "extra_data": {"schema_version": SCHEMA_VERSION, "grader_failed": True,
+                       "grader_error": reason, **(extra or {})},
+    })
+    return record
+
+
+def grader_failure(document: Any) -> str | None:
+    """The reason of a grader-failure record (:func:`grader_failure_results`), else None."""
+    if isinstance(document, Mapping) and document.get("grader_failed") is True:
+        return str(document.get("reason") or "unknown failure")
+    return None
+
+
+def interrupted_results(signal_name: str) -> dict[str, Any]:
+    """The record a grading stopped by a signal leaves: a grader-failure record (no score:
+    graded again, as a grader failure is), whose ``extra_data.interrupted`` names the
+    signal."""
+    return grader_failure_results(f"the grading was interrupted by {signal_name}",
+                                  extra={"interrupted": signal_name})
+
+
+def interrupted_by_signal(document: Any) -> str | None:
+    """The signal named by an :func:`interrupted_results` record, else None."""
+    if grader_failure(document) is None:
+        return None
+    extra = document.get("extra_data")
+    signal_name = extra.get("interrupted") if isinstance(extra, Mapping) else None
+    return str(signal_name) if signal_name is not None else None
 
 
 def unusable_submission_results(reason: str) -> dict[str, Any]:
@@ -164,20 +215,22 @@ def unusable_submission_results(reason: str) -> dict[str, Any]:
         extra={"submission_error": reason})
 
 
-def validated_results(document: Mapping[str, Any],
-                      scores: Sequence[TestScore] = ()) -> Mapping[str, Any]:
-    """``document`` if it is valid Gradescope output, else the fallback for ``scores``."""
+def validated_results(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``document`` if it is valid Gradescope output (or already a grader-failure record),
+    else a grader-failure record that says what is wrong with it."""
+    if grader_failure(document) is not None:
+        return document
     problems = gradescope_problems(document)
     if problems:
-        return fallback_results(scores, "invalid results: " + "; ".join(problems[:3]))
+        return grader_failure_results("the grader built invalid results: "
+                                      + "; ".join(problems[:3]))
     return document
 
 
-def write_results(path: Path, document: Mapping[str, Any],
-                  scores: Sequence[TestScore] = ()) -> Mapping[str, Any]:
-    """Validate and write ``document``; an invalid one is replaced by the fallback.
-    Returns the document written."""
-    document = validated_results(document, scores)
+def write_results(path: Path, document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Validate and write ``document``; an invalid one is replaced by a grader-failure
+    record. Returns the document written."""
+    document = validated_results(document)
     write_json_atomically(path, document)
     return document
 
@@ -191,17 +244,26 @@ def write_json_atomically(path: Path, document: Mapping[str, Any], *,
     write_text_atomically(path, text, reservation=reservation)
 
 
-def _rows(scores: Sequence[TestScore], key: str) -> list[tuple[str, Fraction, Fraction, int]]:
-    groups: dict[str, list[TestScore]] = defaultdict(list)
-    for score in scores:
+def _rows(scores: Sequence[TestScore], points: WrittenPoints, key: str
+          ) -> list[tuple[str, Fraction, Fraction, int]]:
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, score in enumerate(scores):
         name = score.function if key == "function" else (score.track or "")
-        if name:
-            groups[name].append(score)
-    rows = []
-    for name, members in groups.items():
-        earned, maximum = total(members)
-        rows.append((name, earned, maximum, len(members)))
-    return rows
+        if name and score.status != "not run":
+            groups[name].append(index)
+    return [(name, sum((points.earned[i] for i in members), Fraction(0)),
+             sum((points.maxima[i] for i in members), Fraction(0)), len(members))
+            for name, members in groups.items()]
+
+
+def points_text(earned: Fraction, maximum: Fraction, decimals: int = 2) -> tuple[str, str]:
+    """``earned`` and ``maximum`` as the terminal shows them: ``decimals`` places, or as
+    many more as it takes for a score below the maximum not to read as the maximum."""
+    places = decimals
+    while earned != maximum and places < SCORE_DECIMALS \
+            and f"{rounded(earned):.{places}f}" == f"{rounded(maximum):.{places}f}":
+        places += 1
+    return f"{rounded(earned):.{places}f}", f"{rounded(maximum):.{places}f}"
 
 
 def partial_run(scores: Sequence[TestScore]) -> str | None:
@@ -212,33 +274,45 @@ def partial_run(scores: Sequence[TestScore]) -> str | None:
     ran = [score for score in scores if score.status != "not run"]
     if len(ran) == len(scores):
         return None
-    earned, maximum = total(ran)
+    points = written_points(ran)
+    earned, maximum = points_text(points.total_earned, points.total_maximum)
     return (f"partial run: {len(ran)} of {len(scores)} graded tests, "
-            f"{rounded(earned):.2f} of their {rounded(maximum):.2f} points; run `pytest` "
+            f"{earned} of their {maximum} points; run `pytest` "
             "with no selection for your score")
 
 
-def score_table(scores: Sequence[TestScore]) -> list[str]:
+#: The track table's title: it sums the per-track tests only, so it adds up to less than
+#: the total.
+TRACK_TABLE_TITLE = "track (per-track tests only)"
+
+
+def score_table(scores: Sequence[TestScore], *, grader_failure: str | None = None
+                ) -> list[str]:
     """The terminal table: score by function, then by track, then the total (or, when
-    some graded tests did not run, what the run checked instead of a total)."""
+    some graded tests did not run, what the run checked instead of a total; or, when the
+    grader itself failed, that it failed, and no score)."""
+    if grader_failure is not None:
+        return [f"GRADER FAILED: {grader_failure}",
+                "No score was given: this is the grader's failure, not the submission's. "
+                "Please tell the course staff."]
     partial = partial_run(scores)
-    shown = [score for score in scores if score.status != "not run"]
+    points = written_points(scores)
     lines: list[str] = []
-    for key, title in (("function", "function"), ("track", "track")):
-        rows = _rows(shown, key)
+    for key, title in (("function", "function"), ("track", TRACK_TABLE_TITLE)):
+        rows = _rows(scores, points, key)
         if not rows:
             continue
         width = max(len(title), *(len(row[0]) for row in rows))
         lines.append(f"{title:<{width}}  {'score':>8}  {'max':>8}  tests")
         for name, earned, maximum, count in rows:
-            lines.append(f"{name:<{width}}  {rounded(earned):>8.2f}  {rounded(maximum):>8.2f}"
-                         f"  {count}")
+            shown = points_text(earned, maximum)
+            lines.append(f"{name:<{width}}  {shown[0]:>8}  {shown[1]:>8}  {count}")
         lines.append("")
     if partial is not None:
         lines.append(partial)
         return lines
-    earned, maximum = total(scores)
-    lines.append(f"TOTAL {rounded(earned):.2f} / {rounded(maximum):.2f}")
+    earned_text, maximum_text = points_text(points.total_earned, points.total_maximum)
+    lines.append(f"TOTAL {earned_text} / {maximum_text}")
     return lines
 
 

@@ -73,10 +73,20 @@ class Limits:
         the reply limit it stops building a reply at."""
         return {
             "reply_bytes": self.max_reply_bytes,
-            "cpu_s": self.cpu_s if self.cpu_s is not None else math.ceil(self.worst_case_s),
+            "cpu_s": self.cpu_s if self.cpu_s is not None else _seconds(self.worst_case_s),
             "address_space_bytes": self.address_space_bytes,
             "processes": self.processes,
             "file_size_bytes": self.file_size_bytes,
             "open_files": self.open_files,
             "core_bytes": 0,
         }
+
+
+#: The most CPU seconds asked of the worker's rlimit (68 years): any time budget, however
+#: large, gives a limit every system's rlim_t holds.
+MAX_CPU_S = 2**31 - 1
+
+
+def _seconds(wall_s: float) -> int:
+    """``wall_s`` rounded up to whole seconds, at most :data:`MAX_CPU_S` (inf included)."""
+    return MAX_CPU_S if not wall_s < MAX_CPU_S else math.ceil(wall_s)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graders.errors import GraderError
+from graders.errors import GraderFailure, SettingsError
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import (
     cache_folder,
@@ -59,8 +59,10 @@ _STDLIB_SKIP = ("site-packages", "dist-packages", "test", "tests", "idlelib", "t
                 "turtledemo", "ensurepip", "lib2to3", "pydoc_data")
 
 
-class SandboxError(GraderError):
-    """The sandbox user or a reachable interpreter cannot be set up."""
+class SandboxError(GraderFailure):
+    """The sandbox user or a reachable interpreter cannot be set up (a grader failure:
+    never the submission's doing; a sandbox user that can never serve, such as one of uid
+    0, is a :class:`SettingsError` instead)."""
 
 
 class SandboxClaim:
@@ -205,7 +207,7 @@ def _claimed(claim: SandboxClaim) -> SandboxUser:
 
 def _check_name(name: str) -> None:
     if not name or not name.replace("-", "").replace("_", "").isalnum():
-        raise SandboxError(f"sandbox user name {name!r} must be letters, digits, - or _")
+        raise SettingsError(f"sandbox user name {name!r} must be letters, digits, - or _")
 
 
 def _lock_folder() -> Path:
@@ -288,7 +290,7 @@ def ensure_sandbox_user(name: str) -> SandboxUser:
         _create_user(name)
         entry = pwd.getpwnam(name)
     if entry.pw_uid == 0 or entry.pw_gid == 0:
-        raise SandboxError(f"sandbox user {name!r} has uid or gid 0; choose an unprivileged "
+        raise SettingsError(f"sandbox user {name!r} has uid or gid 0; choose an unprivileged "
                            "account with --grader-sandbox-user")
     return SandboxUser(name, entry.pw_uid, entry.pw_gid)
 

@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import secrets
 import selectors
 import signal
@@ -36,7 +37,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -53,6 +54,8 @@ from graders.sandbox.confinement import (
     protections_for,
     start_options,
 )
+from graders.sandbox.containment import Containment, contain
+from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.limits import Limits as Limits  # part of the runner's interface
 from graders.sandbox.privileges import (
     TOKEN_VARIABLE,
@@ -123,6 +126,15 @@ class _Worker:
     #: Waits for the reply pipe and the output pipe (made on the first wait, closed with
     #: the worker): one for the worker's life, not one per call.
     selector: selectors.BaseSelector | None = None
+    #: Request bytes not written yet: the request pipe is non-blocking, and what it cannot
+    #: take now is written while a reply is awaited, within that reply's deadline.
+    unsent: bytearray = field(default_factory=bytearray)
+    #: The portable path's requests, written by a thread (None: stop and close the pipe),
+    #: so that a worker that stops reading never blocks the grader in a write.
+    requests: queue.Queue[bytes | None] | None = None
+    #: The portable path's bound on the worker's memory and processes (a Job Object, or a
+    #: watch of its process tree), where the system offers one.
+    containment: Containment | None = None
 
 
 class Reason(Enum):
@@ -148,6 +160,13 @@ IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES
 #: Seconds the portable path waits, after a worker is killed, for its output thread to
 #: take in what the worker wrote before it died.
 OUTPUT_JOIN_S = 1.0
+#: The longest single wait (in a selector or a queue): a longer deadline is waited for in
+#: several of them, since an epoll timeout, for one, overflows past 2**31 - 1 ms.
+MAX_WAIT_S = 3600.0
+#: The deepest nesting of lists and objects a reply may hold. An honest reply is a few
+#: levels deep (the worker cuts values at depth 3); a deeper one is a bad reply, never
+#: data the grader walks through recursively.
+MAX_REPLY_DEPTH = 16
 
 
 class OutputSink:
@@ -159,6 +178,8 @@ class OutputSink:
         self._kept = bytearray()
         #: The portable path feeds the sink from a thread.
         self._lock = threading.Lock()
+        #: Called with each kept chunk as it arrives (live output under ``pytest -s``).
+        self.echo: Callable[[bytes], None] | None = None
 
     @property
     def full(self) -> bool:
@@ -171,16 +192,36 @@ class OutputSink:
             if room > 0:
                 self._kept += chunk[:room]
             self.total_bytes += len(chunk)
+            echo = self.echo
+        if echo is not None and room > 0:
+            echo(chunk[:room])
 
     def count(self, size: int) -> None:
         """Count ``size`` bytes that were dropped unread."""
         with self._lock:
             self.total_bytes += size
 
-    def summary(self) -> OutputSummary:
+    def summary(self, since: OutputMark | None = None) -> OutputSummary:
+        """What was printed, or only what was printed after ``since``."""
+        start = since or OutputMark(0, 0)
         with self._lock:
-            return OutputSummary(self._kept.decode("utf-8", errors="replace"),
-                                 self.total_bytes, len(self._kept), self.keep_bytes)
+            kept = bytes(self._kept[start.kept_bytes:])
+            return OutputSummary(kept.decode("utf-8", errors="replace"),
+                                 self.total_bytes - start.total_bytes, len(kept),
+                                 self.keep_bytes - start.kept_bytes)
+
+    def mark(self) -> OutputMark:
+        """Where the output stands now, for :meth:`summary` to start from."""
+        with self._lock:
+            return OutputMark(self.total_bytes, len(self._kept))
+
+
+@dataclass(frozen=True)
+class OutputMark:
+    """A point in a submission's output: the bytes written, and kept, before it."""
+
+    total_bytes: int
+    kept_bytes: int
 
 
 @dataclass(frozen=True)
@@ -273,6 +314,22 @@ class StudentRunner:
     def __init__(self, submission: bytes, *, limits: Limits | None = None,
                  root: Path | None = None, sandbox: SandboxUser | None = None,
                  budget: TimeBudget | None = None) -> None:
+        try:
+            with deferred_signals():  # a folder made is a folder owned, or removed
+                self._set_up(submission, limits, root, sandbox, budget)
+        except BaseException:
+            self._abandon_set_up()
+            raise
+
+    def _abandon_set_up(self) -> None:
+        """Remove what a set-up that failed (or was interrupted) had made."""
+        made = self.__dict__.get("root") if self.__dict__.get("_owns_root") else \
+            self.__dict__.get("_box")
+        if made is not None:
+            report_problems(remove_tree(made))
+
+    def _set_up(self, submission: bytes, limits: Limits | None, root: Path | None,
+                sandbox: SandboxUser | None, budget: TimeBudget | None) -> None:
         self.limits = limits or Limits()
         self.budget = budget if budget is not None else TimeBudget.of(self.limits)
         self.sandbox = sandbox
@@ -345,14 +402,25 @@ class StudentRunner:
         restarts, of every runner sharing this one's budget)."""
         return self.budget.spent_s
 
-    def output_summary(self) -> OutputSummary:
-        """What the submission has printed so far: the kept text and the total byte count.
+    def output_summary(self, since: OutputMark | None = None) -> OutputSummary:
+        """What the submission has printed so far (or since ``since``): the kept text and
+        the total byte count.
 
         Reads what the worker's output pipe holds now, without waiting: the worker flushes
         its stdout and stderr before each reply, so a finished call's output is included.
         """
         self._drain(self._worker, IDLE_DRAIN_BYTES)
-        return self._output.summary()
+        return self._output.summary(since)
+
+    def output_mark(self) -> OutputMark:
+        """Where the submission's output stands now (read up to here first)."""
+        self._drain(self._worker, IDLE_DRAIN_BYTES)
+        return self._output.mark()
+
+    def echo_output(self, echo: Callable[[bytes], None] | None) -> None:
+        """Pass every kept chunk of the submission's output to ``echo`` as it is read (None:
+        stop), e.g. to show it live under ``pytest -s``."""
+        self._output.echo = echo
 
     def close(self) -> None:
         """Stop the worker and remove what this run made or its worker left: the private
@@ -360,6 +428,10 @@ class StudentRunner:
         this run alone, and, when this grading holds its sandbox user alone, every process,
         shared-folder entry and SysV IPC object of that user. Never raises: results are
         written after it. What cannot be removed is reported on stderr."""
+        with deferred_signals():  # stopped half way, it would leave processes and folders
+            self._close()
+
+    def _close(self) -> None:
         problems: list[str] = []
         try:
             self._stop()
@@ -653,6 +725,9 @@ class StudentRunner:
                 **platform_support.new_group_options(),  # type: ignore[call-overload]
             )
             worker = self._read_in_threads(process)
+            # before the worker reads its first request: nothing of the student's runs yet
+            worker.containment = contain(process.pid, self.limits.address_space_bytes)
+            worker.requests = self._write_in_thread(process)
         else:
             with open(self._log_path, "ab") as log:
                 process = subprocess.Popen(
@@ -667,6 +742,8 @@ class StudentRunner:
                     **drop,
                 )
             worker = _Worker(process)
+            assert process.stdin is not None
+            os.set_blocking(process.stdin.fileno(), False)  # see _write
         if submission_fd is not None:
             os.close(submission_fd)
         self._worker = worker
@@ -683,6 +760,28 @@ class StudentRunner:
         with contextlib.suppress(OSError):  # a worker that died at once is reported on reading
             self._send(worker, init)
         return worker
+
+    @staticmethod
+    def _write_in_thread(process: subprocess.Popen[bytes]) -> queue.Queue[bytes | None]:
+        """The portable path's request pipe: written by a daemon thread from a queue, so
+        that a worker that stops reading blocks that thread, never the grader (whose reply
+        deadline then kills the worker, which ends the write). The thread closes the pipe
+        when it takes None."""
+        requests: queue.Queue[bytes | None] = queue.Queue()
+        stream = process.stdin
+        assert stream is not None
+
+        def write_requests() -> None:
+            with contextlib.suppress(Exception):
+                while (line := requests.get()) is not None:
+                    stream.write(line)
+                    stream.flush()
+            with contextlib.suppress(Exception):
+                stream.close()
+
+        threading.Thread(target=write_requests, daemon=True,
+                         name="serving-grader-requests").start()
+        return requests
 
     def _read_in_threads(self, process: subprocess.Popen[bytes]) -> _Worker:
         """The portable path's worker: its replies read into a bounded queue and its output
@@ -749,9 +848,15 @@ class StudentRunner:
 
     @staticmethod
     def _write(worker: _Worker, line: bytes) -> None:
-        assert worker.process.stdin is not None
-        worker.process.stdin.write(line)
-        worker.process.stdin.flush()
+        """Queue ``line`` for the worker, never waiting: the portable path's writer thread
+        writes it; on the hardened path, what the non-blocking pipe does not take now is
+        written while a reply is awaited (:meth:`_wait_for_line`), under its deadline.
+        Raises OSError once the worker has closed its end."""
+        if worker.requests is not None:
+            worker.requests.put(line)
+            return
+        worker.unsent += line
+        _flush_requests(worker)
 
     def _request(self, worker: _Worker, request: dict[str, Any], timeout_s: float,
                  function: str | None) -> dict[str, Any]:
@@ -786,11 +891,7 @@ class StudentRunner:
     def _next_reply(self, worker: _Worker, started: float, timeout_s: float,
                     ident: int | None) -> dict[str, Any]:
         while True:
-            raw = self._read_line(worker, started, timeout_s)
-            try:
-                reply = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                raise _WorkerGone("garbage", "the worker sent a reply that is not JSON") from None
+            reply = parse_reply(self._read_line(worker, started, timeout_s))
             if not isinstance(reply, dict):
                 break
             if ident is not None and _earlier(reply.get("id"), ident):
@@ -830,7 +931,12 @@ class StudentRunner:
                 selector.register(worker.output, selectors.EVENT_READ, "output")
         while True:
             remaining = self._time_left(buffer, deadline, timeout_s)
-            for key, _ in selector.select(remaining):
+            _watch_requests(worker, selector)
+            for key, _ in selector.select(min(remaining, MAX_WAIT_S)):
+                if key.data == "request":
+                    with contextlib.suppress(OSError):  # a closed pipe: the reply says why
+                        _flush_requests(worker)
+                    continue
                 if key.data == "output":
                     if self._drain_once(worker) < 0:  # every writer closed it
                         selector.unregister(key.fd)
@@ -846,7 +952,7 @@ class StudentRunner:
         while True:
             remaining = self._time_left(worker.buffer, deadline, timeout_s)
             try:
-                chunk = replies.get(timeout=remaining)
+                chunk = replies.get(timeout=min(remaining, MAX_WAIT_S))
             except queue.Empty:
                 continue
             end = self._take_chunk(worker, chunk)
@@ -930,6 +1036,8 @@ class StudentRunner:
                     os.close(fd)
 
     def _death_message(self, worker: _Worker) -> str:
+        if worker.containment is not None and worker.containment.reason:
+            return f"the worker was stopped: {worker.containment.reason}"
         try:
             code = worker.process.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
@@ -956,6 +1064,9 @@ class StudentRunner:
             self._stop_portably(worker)
             return
         kill_session(process)
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
         sweep(self._token)  # anything the worker left, in any process group
         self._drain(worker, IDLE_DRAIN_BYTES)  # what it wrote before it died is counted
         self._close_output(worker)
@@ -963,23 +1074,87 @@ class StudentRunner:
             worker.selector.close()
             worker.selector = None
 
-
     @staticmethod
     def _stop_portably(worker: _Worker) -> None:
         """Kill the worker's process tree, then give its output thread a moment to take in
         what the worker wrote before it died (a process it started in a session of its
         own may keep the pipe open: the thread is a daemon, and is left to it)."""
         process = worker.process
+        if worker.containment is not None:  # first: it finds the worker's tree through it
+            worker.containment.close()
         platform_support.kill_tree(process)
-        if process.stdin is not None:
-            with contextlib.suppress(OSError):
-                process.stdin.close()
+        if worker.requests is not None:  # its thread closes the pipe, once a write ends
+            worker.requests.put(None)
         try:
             process.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
             process.kill()
         for reader in worker.readers[1:]:
             reader.join(OUTPUT_JOIN_S)
+
+
+def _flush_requests(worker: _Worker) -> None:
+    """Write as much of the worker's unsent requests as its pipe takes now."""
+    assert worker.process.stdin is not None
+    fd = worker.process.stdin.fileno()
+    unsent = worker.unsent
+    while unsent:
+        try:
+            written = os.write(fd, unsent)
+        except BlockingIOError:
+            return
+        except OSError:
+            unsent.clear()  # the worker closed its end: nothing it could still read
+            raise
+        del unsent[:written]
+
+
+def _watch_requests(worker: _Worker, selector: selectors.BaseSelector) -> None:
+    """Have ``selector`` wait for room in the request pipe exactly while requests wait."""
+    assert worker.process.stdin is not None
+    fd = worker.process.stdin.fileno()
+    try:
+        selector.get_key(fd)
+        watched = True
+    except KeyError:
+        watched = False
+    if worker.unsent and not watched:
+        selector.register(fd, selectors.EVENT_WRITE, "request")
+    elif watched and not worker.unsent:
+        selector.unregister(fd)
+
+
+def parse_reply(raw: bytes) -> Any:
+    """One reply line as JSON data; :class:`_WorkerGone` ("garbage") for any line that is
+    not JSON of at most :data:`MAX_REPLY_DEPTH` levels, whatever makes it unreadable (bad
+    bytes, bad syntax, a nesting deep enough to exhaust the parser's recursion, memory)."""
+    if _nesting_exceeds(raw, MAX_REPLY_DEPTH):
+        raise _WorkerGone("garbage", f"the worker sent a reply nested deeper than "
+                          f"{MAX_REPLY_DEPTH} levels")
+    try:
+        return json.loads(raw)
+    except Exception:  # noqa: BLE001 - no reply may break the grader: this call fails alone
+        raise _WorkerGone("garbage", "the worker sent a reply that is not JSON") from None
+
+
+def _nesting_exceeds(raw: bytes, limit: int) -> bool:
+    """Whether the brackets of ``raw``, outside its strings, nest deeper than ``limit``
+    (or do not pair up, which no JSON does), checked at C speed before the parser, which
+    recurses once per level: innermost pairs are removed, once per level."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
+    return bool(brackets)
+
+
+#: A JSON string, escapes included (what the bracket count leaves out).
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+#: Every byte but the four brackets (deleted before their nesting is measured).
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
 
 
 def budget_message(budget_s: float) -> str:

@@ -164,8 +164,7 @@ def cached_folder(kind: str, key: str, build: Callable[[Path], object],
     ``private_parent`` instead, which its owner removes after the run.
     """
     shared = cache_folder() or private_parent  # one place whatever TMPDIR is (cleanup.py)
-    uid = platform_support.effective_uid()
-    folder = shared / f"serving-grader-{kind}-{'' if uid is None else uid}-{key}"
+    folder = _cached_path(shared, kind, key)
     if _is_trusted(folder):
         return folder
     if os.path.lexists(folder):  # tampered or foreign: build a private one for this run
@@ -180,6 +179,21 @@ def cached_folder(kind: str, key: str, build: Callable[[Path], object],
         remove_tree(staging)
         raise
     return publish_folder(staging, folder, _is_trusted)
+
+
+def _cached_path(shared: Path, kind: str, key: str) -> Path:
+    uid = platform_support.effective_uid()
+    return shared / f"serving-grader-{kind}-{'' if uid is None else uid}-{key}"
+
+
+def trusted_cached_folder(kind: str, key: str) -> Path | None:
+    """The shared folder :func:`cached_folder` built under ``kind`` and ``key``, if it is
+    there and trusted; builds nothing."""
+    shared = cache_folder()
+    if shared is None:
+        return None
+    folder = _cached_path(shared, kind, key)
+    return folder if _is_trusted(folder) else None
 
 
 def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool]) -> Path:

@@ -19,7 +19,9 @@ SEARCH_DEPTH = 3
 
 def locate_submission(path: str | os.PathLike[str]) -> Path:
     """The ``serving.py`` named by ``path``: the file itself, the one at the top of a
-    folder, or the only one in its subfolders (students often zip a folder)."""
+    folder, or the only one in its subfolders (students often zip a folder); failing
+    those, the folder's only ``.py`` file whose name starts with ``serving``, such as a
+    browser's ``serving (1).py``."""
     candidate = Path(path)
     if not os.path.lexists(candidate):
         raise SubmissionError(
@@ -32,22 +34,39 @@ def locate_submission(path: str | os.PathLike[str]) -> Path:
     return _nested(candidate)
 
 
-def _nested(folder: Path) -> Path:
+def _python_files(folder: Path) -> list[Path]:
+    """The ``.py`` files of ``folder`` and its subfolders, hidden and skipped ones left out,
+    down to :data:`SEARCH_DEPTH`; links are listed, never followed."""
     found = []
     for parent, subfolders, files in os.walk(folder):  # never follows links
         depth = len(Path(parent).relative_to(folder).parts)
         subfolders[:] = sorted(name for name in subfolders if not name.startswith(".")
                                and name not in SKIPPED_FOLDERS and depth < SEARCH_DEPTH)
-        if SUBMISSION_NAME in files:
-            found.append(Path(parent) / SUBMISSION_NAME)
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise SubmissionError(f"{SUBMISSION_NAME} not found in submission folder "
-                              f"{str(folder)!r} or its subfolders")
-    listed = ", ".join(str(path.relative_to(folder)) for path in found[:3])
-    raise SubmissionError(f"{len(found)} {SUBMISSION_NAME} files in submission folder "
-                          f"{str(folder)!r} ({listed}); keep one")
+        found += [Path(parent) / name for name in sorted(files)
+                  if name.endswith(".py") and not name.startswith(".")]
+    return found
+
+
+def _nested(folder: Path) -> Path:
+    files = _python_files(folder)
+    exact = [path for path in files if path.name == SUBMISSION_NAME]
+    near = [path for path in files if path.name.startswith("serving")]
+    if len(exact) == 1:
+        return exact[0]
+    if exact:
+        listed = ", ".join(str(path.relative_to(folder)) for path in exact[:3])
+        raise SubmissionError(f"{len(exact)} {SUBMISSION_NAME} files in submission folder "
+                              f"{str(folder)!r} ({listed}); keep one")
+    if len(near) == 1:  # a renamed download: "serving (1).py", "serving_final.py"
+        return near[0]
+    shown = near or files
+    listed = ", ".join(repr(str(path.relative_to(folder))) for path in shown[:5])
+    more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
+    what = (f"found {len(near)} .py files named serving...: {listed}{more}; keep one"
+            if near else f"found {listed}{more}" if files else "found no .py file")
+    raise SubmissionError(f"{SUBMISSION_NAME} not found in submission folder {str(folder)!r} "
+                          f"or its subfolders ({what}); submit one file named {SUBMISSION_NAME}, "
+                          "or one .py file whose name starts with 'serving'")
 
 
 def read_submission(path: Path) -> bytes:

@@ -235,12 +235,44 @@ def import_submission(path: str) -> types.ModuleType:
 
 
 def import_failure(error: BaseException, path: str) -> str:
-    """The import error with the traceback lines that point into the submission."""
+    """The import error with the traceback lines that point into the submission: for a
+    syntax error its source line and a caret below it (on lines of their own), for a
+    module outside the standard library the rule that serving.py may not import it."""
+    if isinstance(error, SyntaxError):
+        return describe(error) + source_pointer(error)
     frames = [frame for frame in traceback.extract_tb(error.__traceback__)
               if frame.filename == path]
-    if isinstance(error, SyntaxError) or not frames:
-        return describe(error)
-    return f"{describe(error)} (serving.py line {frames[-1].lineno})"
+    text = describe(error)
+    if frames:
+        text += f" (serving.py line {frames[-1].lineno})"
+    missing = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
+    if isinstance(missing, str) and missing.split(".")[0] not in AVAILABLE_MODULES:
+        text += (f"; serving.py may import only Python's standard library and pint: "
+                 f"{missing.split('.')[0]} is not available to it, even where it is installed")
+    return text
+
+
+#: Top-level modules a submission may import besides the standard library.
+AVAILABLE_MODULES = frozenset({*sys.stdlib_module_names, "pint", "serving"})
+#: Characters of a syntax error's source line that are shown.
+MAX_SOURCE_CHARS = 160
+
+
+def source_pointer(error: SyntaxError) -> str:
+    """The offending source line and a caret under the error, as Python prints them
+    (``""`` when the error carries no source)."""
+    text = error.text if isinstance(error.text, str) else ""
+    line = text.rstrip("\r\n")
+    if not line.strip():
+        return ""
+    indent = len(line) - len(line.lstrip())
+    shown = line.strip()[:MAX_SOURCE_CHARS]
+    offset = error.offset if isinstance(error.offset, int) else 0
+    start = min(max(offset - 1 - indent, 0), len(shown))
+    end = error.end_offset if isinstance(error.end_offset, int) \
+        and error.end_lineno in (None, error.lineno) else offset + 1
+    width = max(1, min(end - 1 - indent, len(shown) + 1) - start)
+    return f"\n    {shown}\n    {' ' * start}{'^' * width}"
 
 
 def answer(module: types.ModuleType, request: dict[str, Any]) -> dict[str, Any]:

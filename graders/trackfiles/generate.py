@@ -120,6 +120,27 @@ def _import_mlsysim() -> Any:
     return mlsysim
 
 
+def accepted_refs() -> dict[str, list[tuple[str, str]]]:
+    """Every MLSysIM ref ``graders tracks new`` accepts, with its display name: the
+    hardware nodes (``--hardware``) and the models (``--model``) of the installed MLSysIM."""
+    mlsysim = _import_mlsysim()
+    return {"hardware": _refs_under(mlsysim.Hardware, "Hardware", "memory"),
+            "model": _refs_under(mlsysim.Models, "Models", "parameters")}
+
+
+def _refs_under(registry_class: object, ref: str, needed: str) -> list[tuple[str, str]]:
+    """The dotted refs below ``registry_class`` whose object has ``needed``, in order;
+    nested registries (classes) are walked."""
+    found: list[tuple[str, str]] = []
+    for name in _public_names(registry_class):
+        obj = getattr(registry_class, name)
+        if isinstance(obj, type):
+            found += _refs_under(obj, f"{ref}.{name}", needed)
+        elif getattr(obj, needed, None) is not None:
+            found.append((f"{ref}.{name}", str(getattr(obj, "name", "") or name)))
+    return found
+
+
 def _mlsysim_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -161,7 +182,8 @@ def _unknown_ref(what: str, ref: str, parents: list[str], part: str, known: list
         hint = "did you mean " + " or ".join(f"{parent}.{name}" for name in close) + "?"
     else:
         hint = f"{parent} holds: {', '.join(known)}"
-    return f"unknown MLSysIM {what} ref {ref!r}: {parent} has no {part!r}; {hint}"
+    return (f"unknown MLSysIM {what} ref {ref!r}: {parent} has no {part!r}; {hint} "
+            "('graders tracks new --list' prints every ref accepted)")
 
 
 # --- rendering -----------------------------------------------------------------------

@@ -50,9 +50,12 @@ class _Kind:
 
 
 QUANTITY_KINDS: Mapping[str, _Kind] = MappingProxyType({
-    "data size": _Kind("a data size", "80 GiB", "byte", "a byte or bit unit such as B, MB or GiB"),
+    "data size": _Kind("a data size", "80 GiB", "byte", "a byte or bit unit: B, kB, MB, GB, "
+                       "TB or KiB, MiB, GiB, TiB (bytes), or bit, kbit, Mbit, Gbit, also "
+                       "written b, kb, Mb, Gb (bits)"),
     "bandwidth": _Kind("a bandwidth", "3.35 TB/s", "byte/s",
-                       "a data rate unit such as GB/s, TB/s or Gbps"),
+                       "a data rate unit: a byte or bit unit (GB, GiB, Gbit or Gb, ...) per "
+                       "time unit (/s, /ms, ...), or Gbps, Mbps, GBps"),
     "power": _Kind("a power", "700 W", "W", "a power unit such as W, mW or kW"),
     "energy": _Kind("an energy", "15 Wh", "Wh", "an energy unit such as Wh, mWh or J"),
     "parameter count": _Kind("a parameter count", "7e10 param", "param",
@@ -364,6 +367,8 @@ def parse_quantity(
     shown = _show(text)
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise TrackError(f"{wanted}, got {shown}; write it as a quoted string")
+    if kind in ("data size", "bandwidth") and isinstance(text, str):
+        text = conventional_data_units(text)
     try:
         quantity = registry().Quantity(text)
     except Exception as error:  # pint raises many kinds of errors for unreadable text
@@ -382,6 +387,23 @@ def parse_quantity(
     if kind == "parameter count" and _is_bare(quantity):
         return registry().Quantity(magnitude, "param")
     return quantity
+
+
+#: A data unit as people write it: an optional prefix (``K`` for ``k`` too), then ``b``
+#: (bits: pint reads ``Gb`` as gilbert and ``Mb`` as megabarn), ``Bps`` or ``B``.
+_DATA_UNIT = re.compile(r"(?<![A-Za-z_])(K(?!i)|Ki|[kMGTPE]i?)?(Bps|b|B)(?![A-Za-z_])")
+
+
+def conventional_data_units(text: str) -> str:
+    """``text`` with data units spelled as people write them made pint's: ``Gb`` (and
+    ``b``, ``kb``, ``Mb``, ...) is gigabits, ``GBps`` is GB/s, ``KB`` a kilobyte. Other
+    spellings (``Gbps``, ``Gbit/s``, ``gigabyte/second``, ...) are left for pint to read."""
+
+    def spelled(match: re.Match[str]) -> str:
+        prefix = "k" if match[1] == "K" else match[1] or ""
+        return prefix + {"b": "bit", "Bps": "B/s", "B": "B"}[match[2]]
+
+    return _DATA_UNIT.sub(spelled, text)
 
 
 def display_path(path: Path) -> str:

@@ -293,4 +293,5 @@ def test_the_class_report_json_and_markdown_keep_student_text_inert() -> None:
     assert raw_controls(page) == []
     for forbidden in (r"<script", r"<img", r"!\[", r"\]\(", r"\n# Forged", r"\n::error"):
         assert re.search(r"(?<!\\)" + forbidden, page) is None, forbidden
-    assert "\\<img src\\=x\\>" in page  # the submission id, shown literally
+    assert "\\<img src=x\\>" in page  # the submission id, shown literally (only the
+    # characters Markdown would read as markup in a cell are escaped)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, GRADERS_SCRIPT, assert_usage_error, graders, load
+from helpers import CORPUS, GRADERS_SCRIPT, REPO, assert_usage_error, graders, load
 
 CORRECT = CORPUS / "correct" / "serving.py"
 
@@ -187,8 +187,9 @@ def test_a_symlinked_serving_py_is_a_usage_error(tmp_path: Path, name_the_link: 
 
 @pytest.mark.parametrize(
     ("value", "fragment"),
-    [("-3", "must be a finite number > 0, got '-3'"), ("abc", "expected a number, got 'abc'"),
-     ("0", "> 0"), ("nan", "finite"), ("inf", "finite")],
+    [("-3", "must be a number > 0 and <= 1,000,000, got '-3'"),
+     ("abc", "expected a number, got 'abc'"), ("0", "> 0"), ("nan", "expected a number"),
+     ("inf", "expected a number"), ("12.1234567", "must have at most 6 decimals")],
 )
 def test_a_bad_max_score_is_a_usage_error(value: str, fragment: str) -> None:
     assert_usage_error(graders("grade", CORRECT, f"--max-score={value}"), "--max-score",
@@ -230,6 +231,17 @@ def test_a_tracks_folder_with_a_broken_toml_is_a_usage_error_naming_the_file(
     result = graders("grade", CORRECT, "--tracks", tracks, "--results", results)
     assert_usage_error(result, "broken.toml")
     assert not results.exists()
+
+
+def test_a_bad_track_in_the_default_folder_is_a_graders_error_line(tmp_path: Path) -> None:
+    """The grader's own tracks/ is read by the plugin, not by ``graders grade``: its error
+    still reads ``graders: error:``, never pytest's ``ERROR:``."""
+    checkout = tmp_path / "checkout"
+    for name in ("graders", "reference", "tracks"):
+        shutil.copytree(REPO / name, checkout / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    (checkout / "tracks" / "zz_broken.toml").write_text("[track\nid = 'x'\n", encoding="utf-8")
+    assert_usage_error(graders("grade", CORRECT, "-q", cwd=checkout), "zz_broken.toml")
 
 
 @pytest.mark.parametrize("kind", ["missing", "empty"])

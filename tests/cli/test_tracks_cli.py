@@ -34,6 +34,13 @@ def assert_one_line_error(stderr: str, *fragments: str) -> None:
         assert fragment in lines[0]
 
 
+def errors_and_warnings(stderr: str) -> tuple[str, list[str]]:
+    """``stderr`` without its ``graders: warning:`` lines, and those lines."""
+    lines = stderr.splitlines()
+    warnings = [line for line in lines if line.startswith("graders: warning: ")]
+    return "\n".join(line for line in lines if line not in warnings), warnings
+
+
 @pytest.fixture
 def bad_tracks(tmp_path: Path) -> Path:
     """A copy of the shipped tracks where robotaxi's memory capacity is in watts."""
@@ -94,8 +101,10 @@ def test_check_of_a_bad_tracks_dir_exits_2_with_one_line_and_no_traceback(
 ) -> None:
     result = graders("tracks", "check", "--tracks", str(bad_tracks))
     assert result.returncode == 2
+    errors, warnings = errors_and_warnings(result.stderr)
+    assert [line.split(": ")[2] for line in warnings] == [str(bad_tracks / "cloud_fleet.toml")]
     assert_one_line_error(
-        result.stderr, "robotaxi.toml",
+        errors, "robotaxi.toml",
         'hardware.memory.capacity must be a data size such as "80 GiB", got "3 W"')
 
 
@@ -201,6 +210,33 @@ def test_new_stdout_prints_a_track_file_that_loads(tmp_path: Path) -> None:
     assert (track.label, track.variant.defaults["arrival_qps"]) == ("Jetson Orin NX", 40)
 
 
+@pytest.mark.slow
+@pytest.mark.needs_mlsysim
+@pytest.mark.skipif(not HAS_MLSYSIM, reason="needs the optional mlsysim package")
+def test_new_list_prints_the_refs_new_accepts_those_of_the_shipped_tracks_among_them() -> None:
+    result = graders("tracks", "new", "--list")
+    assert result.returncode == 0, result.stderr
+    listed = {line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ")}
+    tracks = [load_track(path) for path in TRACKS.glob("*.toml")]
+    shipped = {ref for track in tracks
+               for ref in (track.variant.hardware_ref, track.variant.model_ref)}
+    assert shipped <= listed, shipped - listed
+    assert {ref.split(".")[0] for ref in listed} == {"Hardware", "Models"}
+    # a listed ref is one 'tracks new' takes: the first model listed makes a track
+    first_model = next(ref for ref in sorted(listed) if ref.startswith("Models."))
+    assert "Hardware.Edge.JetsonOrinNX" in listed
+    made = graders("tracks", "new", "--id", "listed", "--hardware", "Hardware.Edge.JetsonOrinNX",
+                   "--model", first_model, "--set", "slo_ms=100", "--stdout")
+    assert made.returncode == 0, made.stderr
+
+
+def test_new_without_its_refs_names_what_is_missing_and_the_list(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tracks", "new", "--id", "jetson"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "needs --hardware, --model",
+                          "graders tracks new --list")
+
+
 def test_check_names_every_bad_file_and_every_good_one(tmp_path: Path) -> None:
     for path in sorted(TRACKS.glob("*.toml")):
         shutil.copy(path, tmp_path)
@@ -212,11 +248,75 @@ def test_check_names_every_bad_file_and_every_good_one(tmp_path: Path) -> None:
     result = graders("tracks", "check", "--tracks", str(tmp_path))
     assert result.returncode == 2
     assert result.stdout.splitlines() == [f"ok  cloud_fleet  {tmp_path / 'cloud_fleet.toml'}"]
-    problems = result.stderr.splitlines()
+    errors, warnings = errors_and_warnings(result.stderr)
+    [warning] = warnings  # cloud_fleet is good, but overloaded
+    assert "cloud_fleet.toml" in warning
+    problems = errors.splitlines()
     assert len(problems) == 3
     assert all(line.startswith("graders: error: ") for line in problems)
     assert "missing required key variant.defaults.slo_ms" in problems[0]
     assert "Traceback" not in result.stderr
+
+
+def overloaded_h100(folder: Path, **defaults: str) -> Path:
+    """cloud_fleet.toml on one H100 at the lab's default load, with ``defaults`` changed."""
+    text = (TRACKS / "cloud_fleet.toml").read_text(encoding="utf-8")
+    values = {"arrival_qps": "100", "service_ms": "20", "replicas": "1",
+              "devices_per_replica": "1", "context_tokens": "4096", **defaults}
+    for key, value in values.items():
+        text = re.sub(rf"^{key} = .*$", f"{key} = {value}", text, count=1, flags=re.MULTILINE)
+    text = text.replace('id = "cloud_fleet"', 'id = "h100"')
+    path = folder / "h100.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_check_warns_with_the_fix_when_a_tracks_defaults_cannot_serve(tmp_path: Path) -> None:
+    overloaded_h100(tmp_path)
+    result = graders("tracks", "check", "--tracks", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"ok  h100  {tmp_path / 'h100.toml'}"]
+    errors, warnings = errors_and_warnings(result.stderr)
+    assert errors == ""
+    unstable, oom = warnings
+    assert "the queue is unstable (utilization 2 >= 1" in unstable
+    assert "set replicas = 3 or more, or arrival_qps below 50" in unstable
+    assert "out of memory (max_concurrent 0: weights 140 GB" in oom
+    assert "set devices_per_replica = 2 or more" in oom
+
+
+def test_the_fixes_check_names_clear_the_warnings(tmp_path: Path) -> None:
+    overloaded_h100(tmp_path, replicas="3", devices_per_replica="2")
+    result = graders("tracks", "check", "--tracks", str(tmp_path))
+    assert (result.returncode, result.stderr) == (0, "")
+    overloaded_h100(tmp_path, replicas="2", devices_per_replica="1")  # one short of each fix
+    assert len(errors_and_warnings(graders("tracks", "check", "--tracks",
+                                           str(tmp_path)).stderr)[1]) == 2
+
+
+def test_check_warns_when_even_a_lone_request_misses_the_slo(tmp_path: Path) -> None:
+    overloaded_h100(tmp_path, replicas="3", devices_per_replica="2", slo_ms="15")
+    result = graders("tracks", "check", "--tracks", str(tmp_path))
+    assert result.returncode == 0
+    [warning] = errors_and_warnings(result.stderr)[1]
+    assert "p99 exceeds slo_ms 15 at every load (even a lone request's p99 is 20 ms" in warning
+    assert "set slo_ms above 20, or lower service_ms" in warning
+
+
+def test_check_and_show_read_gb_per_second_as_gigabits(tmp_path: Path) -> None:
+    text = (TRACKS / "cloud_fleet.toml").read_text(encoding="utf-8")
+    (tmp_path / "cloud_fleet.toml").write_text(
+        text.replace('bandwidth = "64.0 GB/s"', 'bandwidth = "102.0 Gb/s"'), encoding="utf-8")
+    assert graders("tracks", "check", "--tracks", str(tmp_path)).returncode == 0
+    shown = graders("tracks", "show", "--tracks", str(tmp_path)).stdout
+    assert re.search(r"interconnect_bandwidth_gbs +12\.75 GB/s\n", shown), shown
+
+
+def test_show_says_which_bandwidths_fall_back_to_memory_bandwidth() -> None:
+    shown = graders("tracks", "show", "iphone").stdout
+    assert re.search(r"storage_bandwidth_gbs +51\.2 GB/s  \(lab default: memory bandwidth, "
+                     r"the track has no hardware\.storage\)", shown), shown
+    assert re.search(r"tdp_w +5 W\n", shown), shown  # given by the track: no mark
 
 
 def test_show_marks_the_values_a_track_leaves_to_the_lab_defaults(tmp_path: Path) -> None:

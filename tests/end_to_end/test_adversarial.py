@@ -75,7 +75,7 @@ CHANGING = "changing_answers"
 CHANGING_AGAIN = "changing_answers (again)"
 #: The shadow modules graded from inside their own folder (cwd = the submission), with the
 #: console script. (``python -m graders`` from there would import the folder's own
-#: ``graders/`` package: see the README.)
+#: ``graders/`` package: see docs/security.md.)
 SHADOWS = "bundled_shadow_modules"
 SHADOWS_INSIDE = "bundled_shadow_modules (graded from inside)"
 ANY = None
@@ -167,6 +167,14 @@ EXPECTED: dict[str, Outcome] = {
     "forged_ready_line": Outcome(0.0, reaches=ANY, slow=True),
     "stdout_tampering": honest(100.0, reaches=frozenset()),
     "close_protocol_fds": honest(),
+    # 30,000 nested brackets in a reply line once crashed the grader (RecursionError, no
+    # results): now a bad reply for that call, as any unreadable reply is.
+    "nested_reply": honest(),
+    # A request pipe shrunk to one page and a hang in a pipelined call once blocked the
+    # grader in a write with no deadline: now the call times out and the rest is graded.
+    # Whether a call is caught pipelined depends on timing: only cache_capacity may lose.
+    "shrink_request_pipe": Outcome(None, reaches=frozenset({"cache_capacity"}),
+                                   at_most=100.0, slow=True),
     # Under the privilege drop the cache is read-only to the worker. Without root the worker
     # has the grader's uid and can rewrite it (see test_the_cached_runtime_is_never_tampered).
     "tamper_runtime_cache": honest(tampers_cache=True),
@@ -229,6 +237,7 @@ GRADED_ELSEWHERE = {
     "search_disk_for_grader": "end_to_end/test_adversarial_confinement.py",
     "ordinary_user_regrade": "end_to_end/test_adversarial_confinement.py",
     "leave_shared_files": "end_to_end/test_adversarial_cleanup.py",
+    "portable_escape_and_grow": "end_to_end/test_portability.py",
 }
 
 

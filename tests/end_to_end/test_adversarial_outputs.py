@@ -135,7 +135,7 @@ def hostile(base: Path) -> Graded:
 def planted(base: Path) -> Graded:
     if not AS_ROOT:
         pytest.skip("without root the worker runs as the grader's own user, which may write "
-                    "anywhere the grader can (see the README: not defended)")
+                    "anywhere the grader can (see docs/security.md: not defended)")
     return grade(base, "plant_output_symlinks",
                  (ADVERSARIAL / "plant_output_symlinks" / "serving.py")
                  .read_text(encoding="utf-8"))

@@ -12,14 +12,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, CORPUS_EXPECTED, REPO, blocked_environment, grade_submission
+from helpers import (
+    ADVERSARIAL,
+    CORPUS,
+    CORPUS_EXPECTED,
+    REPO,
+    blocked_environment,
+    grade_submission,
+    kill_marked,
+)
 
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.confinement import protections_for
@@ -229,6 +240,70 @@ def test_a_single_bug_submission_scores_as_on_the_hardened_path(tmp_path: Path) 
     assert blocked["score"] == hardened["score"] == CORPUS_EXPECTED["p99_at_q095"].score
     assert [(t["name"], t["score"]) for t in blocked["tests"]] == \
         [(t["name"], t["score"]) for t in hardened["tests"]]
+
+
+class PeakResident:
+    """The largest resident set (VmHWM) any worker whose environment holds ``marker`` reached,
+    sampled from the real /proc by a thread while a grading runs."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker.encode()
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.05):
+            for entry in Path("/proc").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    if not entry.name.isdigit() or \
+                            self.marker not in (entry / "environ").read_bytes():
+                        continue
+                    for line in (entry / "status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            self.peak_bytes = max(self.peak_bytes,
+                                                  int(line.split()[1]) * 1024)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_bytes
+
+
+@pytest.mark.slow
+def test_a_worker_that_keeps_memory_and_escapes_its_session_is_bounded_and_leaves_nothing(
+        tmp_path: Path) -> None:
+    """The adversarial case portable_escape_and_grow, graded without the POSIX-only modules:
+    it keeps 200 MB more at every serve call (each returns in time: no deadline stops it)
+    and starts processes in sessions of their own. Once 91 of them survived the grading and
+    a worker grew to 2.9 GB."""
+    home = Path(tempfile.mkdtemp(prefix="portable-escape-", dir="/tmp"))
+    try:
+        (home / "tmp").mkdir()
+        env = {**blocked_environment(), "TMPDIR": str(home / "tmp")}
+        peak = PeakResident(f"{home}/")
+        completed = subprocess.run(
+            [sys.executable, "-m", "graders", "grade",
+             str(ADVERSARIAL / "portable_escape_and_grow"), "--results",
+             str(home / "results.json")],
+            cwd=home, env=env, capture_output=True, text=True, timeout=600, check=False)
+        peak_bytes = peak.stop()
+        survivors = kill_marked(f"{home}/")
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        results = json.loads((home / "results.json").read_text(encoding="utf-8"))
+    finally:
+        kill_marked(f"{home}/")
+        shutil.rmtree(home, ignore_errors=True)
+    assert results["extra_data"]["protections"]["runner"] == "portable"
+    assert survivors == []
+    limit = Limits().address_space_bytes
+    assert 0 < peak_bytes < limit + 1024**3  # the watch's bound: 2 GiB and one interval
+    lost = [t for t in results["tests"] if t["score"] < t["max_score"]]
+    assert lost, "no call was stopped: the memory bound never acted"
+    assert all(t["tags"][0] == "serve" for t in lost)
+    assert any("used more than 2048 MiB of memory" in t["output"] for t in lost)
+    assert results["score"] >= 88.0  # never less than serve's points lost
 
 
 # --- the student bundle's workflow -------------------------------------------------------------

@@ -97,6 +97,17 @@ def test_the_bundle_holds_the_template_plugin_tracks_golden_file_and_readme(
     assert (bundle / "serving.py").read_bytes() == TEMPLATE.read_bytes()
 
 
+def test_the_bundle_ships_every_tracks_reality_curves_for_its_page(bundle: Path) -> None:
+    from graders.reality.store import parse_document
+    from graders.trackfiles.tracks import load_tracks
+
+    document = json.loads((bundle / "graders" / "reality.json").read_text(encoding="utf-8"))
+    tracks = load_tracks(bundle / "tracks")
+    found = parse_document(document, tracks)
+    assert sorted(found) == sorted(track.track_id for track in tracks)
+    assert "graders/cli/reality.py" not in bundle_files(bundle)  # instructors build them
+
+
 def test_the_bundle_has_no_reference_file_and_no_hidden_test(bundle: Path) -> None:
     files = bundle_files(bundle)
     assert not [f for f in files if f.startswith("reference/") or "/reference/" in f]
@@ -143,6 +154,7 @@ def test_the_bundle_pyproject_installs_the_plugin_without_the_reference(bundle: 
     assert set(packages) == {"graders"} | bundled  # every sub-package the bundle holds
     assert not {"graders.export", "graders.regrade"} & set(packages)
     assert "golden.json" in project["tool"]["setuptools"]["package-data"]["graders"]
+    assert "reality.json" in project["tool"]["setuptools"]["package-data"]["graders"]
     assert project["project"]["entry-points"]["pytest11"] == {
         "serving_grader": "graders.plugin"}
     assert project["tool"]["pytest"]["ini_options"]["grader_student"] == "serving.py"
@@ -200,7 +212,8 @@ def test_the_bundle_takes_only_modules_from_the_package(bundle: Path) -> None:
     package = [f for f in bundle_files(bundle) if f.startswith("graders/")]
     assert package
     assert all(f.endswith((".py", "/py.typed"))
-               or f in ("graders/golden.json", "graders/constraints.txt") for f in package)
+               or f in ("graders/golden.json", "graders/reality.json",
+                        "graders/constraints.txt") for f in package)
     assert "graders/constraints.txt" in package  # the pins the bundle installs and checks
 
 
@@ -234,19 +247,33 @@ def test_the_zip_has_setup_and_run_autograder_at_its_root_executable(
     for name in ("pyproject.toml", "README.md", "reference/queueing.py",
                  "graders/plugin/__init__.py", "graders/suite/test_hidden_cases.py",
                  "graders/sandbox/worker_main.py", "tracks/iphone.toml",
-                 "student_template/serving.py"):
+                 "student_template/serving.py", "graders/reality.json"):
         assert name in names, name
     assert not [n for n in names if n.startswith(("tests/", "bench/", ".ci/", ".git"))]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
-def test_the_zip_grades_out_of_the_max_score_it_was_exported_with(tmp_path: Path) -> None:
-    target = tmp_path / "fifty.zip"
-    assert graders("export", "gradescope", target, "--max-score", "50").returncode == 0
+def exported_run_autograder(target: Path, *flags: str) -> str:
+    """The run_autograder of a zip exported to ``target`` with ``flags``."""
+    assert graders("export", "gradescope", target, *flags).returncode == 0
     with zipfile.ZipFile(target) as archive:
-        script = archive.read("run_autograder").decode()
+        return archive.read("run_autograder").decode()
+
+
+def test_the_zip_grades_out_of_the_max_score_it_was_exported_with(tmp_path: Path) -> None:
+    script = exported_run_autograder(tmp_path / "fifty.zip", "--max-score", "50")
     assert 'MAX_SCORE="50"' in script
     assert '--max-score "$MAX_SCORE"' in script
+    assert 'EXACT_P99_POINTS="0"' in script  # the graded extension stays off by default
+
+
+def test_the_zip_grades_the_extension_only_when_exported_with_its_points(
+        tmp_path: Path) -> None:
+    script = exported_run_autograder(tmp_path / "extended.zip", "--exact-p99-points", "10")
+    assert 'EXACT_P99_POINTS="10"' in script
+    assert '--exact-p99-points "$EXACT_P99_POINTS"' in script
+    assert_usage_error(graders("export", "gradescope", tmp_path / "bad.zip",
+                               "--exact-p99-points", "-1"), "--exact-p99-points")
 
 
 def test_export_gradescope_refuses_a_target_that_is_not_a_zip(tmp_path: Path) -> None:
@@ -426,14 +453,16 @@ def test_the_gradescope_zip_sets_up_and_grades_in_an_autograder_root(
 
 
 @pytest.mark.slow
-def test_run_autograder_without_setup_still_writes_results(autograder_zip: Path,
-                                                           tmp_path: Path) -> None:
+def test_run_autograder_without_setup_fails_as_the_grader_and_writes_no_score(
+        autograder_zip: Path, tmp_path: Path) -> None:
     root = gradescope_root(autograder_zip, tmp_path / "autograder")
     shutil.copytree(CORPUS / "correct", root / "submission")
+    (root / "results").mkdir(exist_ok=True)
+    (root / "results" / "results.json").write_text('{"score": 100}', encoding="utf-8")
     done = run(["bash", root / "source" / "run_autograder"], cwd=root,
                env={"SERVING_GRADER_AUTOGRADER_ROOT": str(root)})
-    assert done.returncode == 1
-    document = load(root / "results" / "results.json")
-    assert document["score"] == 0
-    assert "setup.sh did not complete" in document["output"]
+    # Gradescope then says the autograder failed (not 0 points) and staff rerun it
+    assert done.returncode == 70
+    assert not (root / "results" / "results.json").exists()
+    assert "setup.sh did not complete" in done.stdout
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, REPO
+from helpers import CHROMIUM_ARGS, CORPUS, REPO, chromium
 
 from graders import cli
 from graders.expected.reference import reference_expected
@@ -34,9 +34,6 @@ from graders.trackfiles.tracks import Track, default_tracks_dir, load_tracks
 TEMPLATE = REPO / "student_template" / "serving.py"
 #: A submission whose p99 is taken at q = 0.95: its p99 curve sits below the reference.
 BUGGY = CORPUS / "p99_at_q095" / "serving.py"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -491,27 +488,6 @@ def html_escape(text: str) -> str:
 
 
 # --- the page in a real browser -----------------------------------------------------------
-
-
-def chromium() -> str:
-    """The Chromium binary, or skip (``.ci/run`` installs Debian's chromium).
-
-    With ``SERVING_GRADER_REQUIRE_BROWSER=1`` (set by ``.ci/run``) a missing browser
-    fails the test instead: CI must run it.
-    """
-    required = os.environ.get("SERVING_GRADER_REQUIRE_BROWSER") == "1"
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        path, reason = None, "the browser test needs the playwright package (dev extra)"
-    else:
-        reason = "no chromium binary on PATH (apt-get install chromium; .ci/run does)"
-    if path is None:
-        if required:
-            pytest.fail(f"SERVING_GRADER_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    return path
 
 
 @pytest.mark.slow

@@ -113,6 +113,14 @@ def test_symlog_is_linear_inside_linthresh_1_and_logarithmic_outside() -> None:
     assert choose_ticks(negative, at_most(8)) == [-10, -1, 0, 1, 10, 100, 1000]
 
 
+def test_a_symlog_axis_with_no_value_near_0_is_a_log_axis_without_a_0_tick() -> None:
+    scale = autoscale("symlog", [1.0, 3.0, 45.0, 137.0])  # max_concurrent, nothing oom
+    assert scale.kind == "log"
+    ticks = choose_ticks(scale, at_most(8))
+    assert 0 not in ticks
+    assert ticks == [1, 2, 5, 10, 20, 50, 100]
+
+
 def test_a_scale_maps_its_limits_to_0_and_1() -> None:
     log = Scale("log", 1.0, 100.0)
     assert (log.fraction(1.0), log.fraction(10.0), log.fraction(100.0)) == (0.0, 0.5, 1.0)

@@ -75,9 +75,21 @@ def test_trivial_cases_count_once_a_nontrivial_case_passes() -> None:
     assert trivial_refusal("f", earned) is None
     unearned = evidence((5.0, 4.0, False, False), (0.0, 0.0, True, True))
     assert not unearned.earns_trivial_cases
-    assert "none of its cases that need a real computation" in str(
+    assert "f must first be right on a case that needs a real computation;" in str(
         trivial_refusal("f", unearned))
     assert "computes none of the values" in str(invariant_refusal("f", unearned))
+
+
+def test_the_refusal_names_the_case_the_function_must_first_get_right() -> None:
+    missed = FunctionEvidence()
+    missed.record(expected=None, answer=None, answered=True, passed=True, trivial=True)
+    missed.record(expected=5.0, answer=4.0, answered=True, passed=False, trivial=False,
+                  miss="case 'a' [iphone]: value expected 5, got 4")
+    missed.record(expected=6.0, answer=3.0, answered=True, passed=False, trivial=False,
+                  miss="case 'b' [iphone]: value expected 6, got 3")
+    assert str(trivial_refusal("f", missed)).startswith(
+        "f must first be right on a case that needs a real computation, such as case 'a' "
+        "[iphone]: value expected 5, got 4; until then its right answers")
 
 
 def test_trivial_cases_count_when_the_run_has_no_other_kind() -> None:

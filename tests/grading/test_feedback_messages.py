@@ -15,6 +15,7 @@ from graders.grading.checks import (
     GradingFailure,
     failed_call_message,
     root_cause,
+    shortened,
 )
 from graders.grading.compare import Tolerance
 from graders.grading.credit import FunctionEvidence
@@ -68,6 +69,17 @@ def test_the_root_cause_names_the_deepest_wrong_function_of_the_chain() -> None:
     assert root_cause("serve", lambda f: True) is None
 
 
+def test_an_unwritten_function_is_never_called_wrong_nor_blamed_on_another() -> None:
+    def unwritten(name: str) -> bool:
+        return name == "erlang_c"
+
+    assert root_cause("queueing_latency", lambda f: True, unwritten) == (
+        "your queueing_latency uses your erlang_c, which is not implemented yet: "
+        "write erlang_c first")
+    assert root_cause("erlang_c", lambda f: True, unwritten) is None
+    assert root_cause("queueing_latency", lambda f: True, lambda f: True) is None
+
+
 def test_a_wrong_dependency_comes_first_and_silences_the_misleading_hints() -> None:
     answers = dict.fromkeys((case.case_id for case in CASES), WRONG)
     failure = failure_of(Source(answers, frozenset({"queueing_latency"})), CASES)
@@ -96,6 +108,25 @@ def test_a_case_message_is_capped_with_a_visible_marker() -> None:
     assert "… [cut: " in str(failure)
     assert len(failure.summary) <= MAX_REASON_CHARS + 40
     assert "\n" not in failure.summary
+
+
+def test_text_is_cut_at_a_word_boundary_with_the_count_of_what_was_cut() -> None:
+    text = "outside tolerance on the queue_amplifier field " * 3
+    cut = shortened(text, 60)
+    kept = cut.split("… [cut: ")[0]
+    assert kept == "outside tolerance on the queue_amplifier field outside"
+    assert cut.endswith(f"[cut: {len(text) - len(kept)} more characters]")
+    assert shortened("x" * 100, 10) == "x" * 10 + "… [cut: 90 more characters]"  # no space
+    assert shortened(text, None) == text
+
+
+def test_the_full_feedback_keeps_every_case_and_every_character() -> None:
+    long_reason = CallOutcome("raised", message="ValueError: " + "x" * 5000)
+    answers = {"case 0": long_reason, "case 1": WRONG, "case 2": WRONG}
+    failure = failure_of(Source(answers), CASES)
+    assert "[cut: " in str(failure)
+    assert "[cut: " not in failure.full
+    assert "x" * 5000 in failure.full
 
 
 def test_a_missing_function_is_not_said_to_have_raised() -> None:

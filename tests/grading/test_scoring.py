@@ -4,21 +4,38 @@ tested in results/test_reports.py."""
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import pytest
-from helpers import sample_score as score
+from helpers import sample_score
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graders.grading.scoring import (
+    MAX_POINTS,
     SCORE_DECIMALS,
+    SCORE_UNIT,
     VISIBILITIES,
     GraderMark,
+    TestScore,
+    decimal_text,
+    exact_points,
     rounded,
     scaled_maxima,
     total,
+    written_points,
 )
 
 WHERE = "graders/suite/test_cases.py::test_serve"
+
+
+def score(name: str = "serve matches", maximum: Fraction | None = None, **kwargs: object
+          ) -> TestScore:
+    """A sample test's score; ``maximum`` as its second argument."""
+    if maximum is not None:
+        kwargs["max_score"] = maximum
+    return sample_score(name, **kwargs)  # type: ignore[arg-type]
 
 
 def mark(*args: object, **kwargs: object) -> GraderMark:
@@ -103,10 +120,82 @@ def test_an_unknown_visibility_is_refused_with_the_allowed_ones(visibility: obje
 # --- scaled_maxima, rounded, total ---------------------------------------------------------
 
 
-def test_equal_weights_split_the_total_exactly_in_thirds() -> None:
+def test_equal_weights_split_the_total_in_thirds_on_the_grid_adding_up_exactly() -> None:
     maxima = scaled_maxima({"a": 1.0, "b": 1.0, "c": 1.0}, 100.0)
-    assert maxima == {"a": Fraction(100, 3), "b": Fraction(100, 3), "c": Fraction(100, 3)}
+    unit = SCORE_UNIT
+    assert maxima == {"a": Fraction(100, 3) + unit * Fraction(2, 3),
+                      "b": Fraction(100, 3) - unit / 3, "c": Fraction(100, 3) - unit / 3}
     assert sum(maxima.values()) == 100
+
+
+def test_six_tracks_maxima_add_up_to_the_total_as_written() -> None:
+    # the four book tracks and two more: each per-track test a sixth of its function's
+    weights = {f"{function}[{track}]": points / 6 for function, points in
+               (("cache", 11.0), ("cold", 11.0), ("profile", 12.0)) for track in range(6)}
+    weights.update({"serve": 12.0, "erlang": 11.0, "queue": 23.0, "tax": 12.0, "state": 4.0,
+                    "units": 4.0})
+    maxima = scaled_maxima(weights, 100)
+    assert sum(rounded(value) for value in maxima.values()) == pytest.approx(100, abs=1e-9)
+    assert sum(maxima.values(), Fraction(0)) == 100
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(weights=st.lists(st.floats(min_value=0.001, max_value=1000, allow_nan=False),
+                        min_size=1, max_size=200),
+       units=st.integers(min_value=1, max_value=MAX_POINTS * 10**SCORE_DECIMALS),
+       visible=st.lists(st.booleans(), min_size=200, max_size=200))
+def test_any_weights_and_total_give_grid_maxima_adding_up_exactly(
+        weights: list[float], units: int, visible: list[bool]) -> None:
+    total_points = units * SCORE_UNIT
+    keyed = {f"t{i}": weight for i, weight in enumerate(weights)}
+    for groups in (None, {key: str(visible[i]) for i, key in enumerate(keyed)}):
+        maxima = scaled_maxima(keyed, total_points, groups)
+        assert sum(maxima.values(), Fraction(0)) == total_points
+        assert all((value / SCORE_UNIT).denominator == 1 for value in maxima.values())
+        assert all(value >= 0 for value in maxima.values())
+        full = [score(key, maximum) for key, maximum in maxima.items()]
+        written = written_points([s.with_outcome("passed", Fraction(1), "") for s in full])
+        assert written.total_earned == written.total_maximum == total_points
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.fractions(0, 1)), min_size=1,
+                max_size=80))
+def test_written_points_add_up_to_the_total_and_never_pass_a_maximum(
+        tests: list[tuple[int, Fraction]]) -> None:
+    scores = [score(f"t{i}", units * SCORE_UNIT).with_outcome("failed", fraction, "")
+              for i, (units, fraction) in enumerate(tests)]
+    written = written_points(scores)
+    assert sum(written.earned, Fraction(0)) == written.total_earned
+    assert sum(written.maxima, Fraction(0)) == written.total_maximum
+    assert all(0 <= earned <= maximum for earned, maximum in
+               zip(written.earned, written.maxima, strict=True))
+    exact = sum((s.earned for s in scores), Fraction(0))
+    assert abs(written.total_earned - exact) <= SCORE_UNIT / 2
+    for s, earned in zip(scores, written.earned, strict=True):
+        assert abs(earned - s.earned) < SCORE_UNIT
+
+
+@pytest.mark.parametrize(("text", "value"), [("100", Fraction(100)), ("33.333333",
+                         Fraction(33333333, 10**6)), ("95.5", Fraction(191, 2)),
+                         ("1e2", Fraction(100)), (" 7 ", Fraction(7))])
+def test_a_total_of_points_is_read_exactly(text: str, value: Fraction) -> None:
+    assert exact_points(text) == value
+    assert exact_points(decimal_text(value)) == value
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("33.3333333", "at most 6 decimals"), ("0", "> 0"), ("-5", "> 0"), ("nan", "a number"),
+    ("inf", "a number"), ("abc", "a number"), ("1e7", "<= 1,000,000"), ("", "a number")])
+def test_a_total_the_outputs_cannot_keep_is_refused_with_the_rule(text: str, rule: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        exact_points(text)
+
+
+def test_decimal_text_writes_a_total_back_as_typed() -> None:
+    assert decimal_text(Fraction(100)) == "100"
+    assert decimal_text(Fraction(33333333, 10**6)) == "33.333333"
+    assert decimal_text(Fraction(191, 2)) == "95.5"
 
 
 @pytest.mark.parametrize(

@@ -141,8 +141,9 @@ def test_the_max_score_ini_key_scales_every_test(pytester: pytest.Pytester) -> N
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--grader-max-score", "-5", "must be a finite number > 0"),
+        ("--grader-max-score", "-5", "must be a number > 0 and <= 1,000,000"),
         ("--grader-max-score", "many", "expected a number"),
+        ("--grader-max-score", "33.3333333", "must have at most 6 decimals"),
         ("--grader-rel-tol", "-1e-3", "must be a finite number >= 0"),
         ("--grader-abs-tol", "nan", "must be a finite number >= 0"),
         ("--grader-timeout", "0", "must be a finite number > 0"),
@@ -242,7 +243,9 @@ def test_a_bad_track_file_stops_the_run_with_one_clear_line(pytester: pytest.Pyt
     (tracks / "broken.toml").write_text("[track\nid = 'x'\n", encoding="utf-8")
     result = pytester.runpytest("--student", "serving.py", "--grader-tracks", "tracks")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*broken.toml*"])
+    [line] = [line for line in result.stderr.lines if line.strip()]
+    assert line.startswith("graders: error: "), line  # as every graders command says it
+    assert "broken.toml" in line
     result.stdout.no_fnmatch_line("INTERNALERROR*")
     assert "Traceback" not in result.stderr.str()
 
@@ -443,7 +446,7 @@ def test_the_short_summary_and_invariant_feedback_start_with_the_reason(
                                 "--grader-results", "results.json",
                                 "-k", "test_cases or cache_capacity")
     result.stdout.fnmatch_lines([
-        "FAILED *test_serve* - 36 of 36 cases failed: not implemented yet*"])
+        "FAILED *test_serve* - serve is not implemented yet"])
     result.stdout.no_fnmatch_line("*graders.grading.checks.*")
     outputs = [test["output"] for test in strict_json(pytester.path / "results.json")["tests"]
                if test["status"] == "failed"]

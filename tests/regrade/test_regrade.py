@@ -30,7 +30,7 @@ import pytest
 from helpers import ADVERSARIAL, CORPUS, CORPUS_EXPECTED, REPO, processes_marked
 
 from graders import cli
-from graders.errors import SubmissionError
+from graders.errors import GRADER_FAILED_EXIT, SubmissionError
 from graders.regrade.job import child_environment, grade_arguments, passed_fds
 from graders.regrade.progress import Progress
 from graders.regrade.report import (
@@ -49,6 +49,7 @@ from graders.regrade.roster import (
     discover,
     parse_submission_metadata,
     submission_file,
+    submission_times,
 )
 from graders.regrade.slots import claim_slots, kill_marked, release_slots
 from graders.regrade.state import BATCH_PACKAGE, grader_fingerprint
@@ -93,6 +94,16 @@ def test_gradescope_metadata_maps_each_folder_to_its_submitters() -> None:
                             Submitter("Carol O'Hara", "1003", "")),
         "submission_1004": (),
     }
+
+
+def test_ids_and_names_are_read_as_written_whatever_their_yaml_type() -> None:
+    text = ("submission_1:\n  :submitters:\n  - :name: 0x1F\n    :sid: 0012346\n"
+            "    :email: yes\n  :created_at: 2024-03-01 12:00:00.000000000 -08:00\n"
+            "  :assignment:\n    :due_date: 2024-03-02 00:00:00 -08:00\n")
+    assert parse_submission_metadata(text) == {
+        "submission_1": (Submitter("0x1F", "0012346", "yes"),)}
+    assert submission_times(text) == {
+        "submission_1": ("2024-03-01 12:00:00.000000000 -08:00", "2024-03-02 00:00:00 -08:00")}
 
 
 def test_metadata_without_any_folder_is_rejected() -> None:
@@ -218,13 +229,42 @@ CLASS = [
 def test_the_grade_sheet_has_the_score_and_points_per_function_of_everyone() -> None:
     rows = grade_table(CLASS)
     assert rows == [
-        ["submission", "name", "sid", "email", "status", "score", "max_score",
-         "queueing_latency", "serve"],
-        ["ann", "Ann", "a", "", "graded", "5.0", "5.0", "3.0", "2.0"],
-        ["ben", "Ben", "b", "", "graded", "3.5", "5.0", "1.5", "2.0"],
-        ["cat", "Cat", "c", "", "graded", "0.0", "5.0", "0.0", "0.0"],
-        ["dan", "", "", "", "timed_out", "0.0", "5.0", "", ""],
+        ["submission", "name", "sid", "email", "status", "score", "max_score", "group",
+         "late", "days_late", "queueing_latency", "serve"],
+        ["ann", "Ann", "a", "", "graded", "5.0", "5.0", "", "", "", "3.0", "2.0"],
+        ["ben", "Ben", "b", "", "graded", "3.5", "5.0", "", "", "", "1.5", "2.0"],
+        ["cat", "Cat", "c", "", "graded", "0.0", "5.0", "", "", "", "0.0", "0.0"],
+        # a grading that did not complete has no score: an empty cell, never a 0
+        ["dan", "", "", "", "timed_out", "", "5.0", "", "", "", "", ""],
     ]
+
+
+def test_a_group_gives_each_member_a_row_with_the_same_score_and_a_group_id() -> None:
+    pair = GradedSubmission("submission_7", (Submitter("Ann", "01", "a@x"),
+                                             Submitter("Ben", "02", "b@x")), "graded", "",
+                            CLASS[1].results)
+    rows = grade_table([pair, CLASS[0]])
+    assert [row[:10] for row in rows[1:]] == [
+        ["submission_7", "Ann", "01", "a@x", "graded", "3.5", "5.0", "submission_7", "", ""],
+        ["submission_7", "Ben", "02", "b@x", "graded", "3.5", "5.0", "submission_7", "", ""],
+        ["ann", "Ann", "a", "", "graded", "5.0", "5.0", "", "", ""],
+    ]
+
+
+@pytest.mark.parametrize(("created_at", "due", "late", "days"), [
+    ("2024-03-01 12:00:00.000000000 -08:00", "2024-03-01 12:00:00 -08:00", "no", "0"),
+    ("2024-03-01 12:00:01.5 -08:00", "2024-03-01T12:00:00-08:00", "yes", "1"),
+    ("2024-03-03 20:00:00 +00:00", "2024-03-01 12:00 -08:00", "yes", "2"),
+    ("2024-03-01 19:59:00 +00:00", "2024-03-01 12:00 -08:00", "no", "0"),
+    ("2024-03-01 12:00:00", "", "", ""),
+    ("yesterday", "2024-03-01 12:00", "", ""),
+])
+def test_late_and_days_late_come_from_the_submission_and_due_times(
+        created_at: str, due: str, late: str, days: str) -> None:
+    entry = GradedSubmission("s", (Submitter("Ann"),), "graded", "", CLASS[0].results,
+                             created_at=created_at, due=due)
+    header, row = grade_table([entry])
+    assert (row[header.index("late")], row[header.index("days_late")]) == (late, days)
 
 
 def test_pass_rates_count_full_marks_over_graded_submissions_lowest_first() -> None:
@@ -422,7 +462,11 @@ def run_cli(*args: str | Path, cwd: Path | None = None,
 @pytest.mark.parametrize(("arguments", "fragment"), [
     (["--jobs", "0"], "argument --jobs: must be >= 1"),
     (["--timeout", "-1"], "argument --timeout: must be a finite number > 0"),
-    (["--max-score", "nan"], "--max-score must be a finite number > 0"),
+    (["--max-score", "nan"], "--max-score expected a number"),
+    (["--max-score", "1.0000001"], "--max-score must have at most 6 decimals"),
+    (["--due", "tomorrow"], "--due 'tomorrow' is not a time: give e.g."),
+    (["--mistakes", "/nonexistent/course.toml"], "--mistakes '/nonexistent/course.toml' "
+                                                 "cannot be read"),
 ])
 def test_bad_regrade_options_are_one_line_usage_errors(tmp_path: Path, arguments: list[str],
                                                        fragment: str) -> None:
@@ -492,7 +536,9 @@ def test_submissions_that_cannot_be_read_are_listed_as_rejected_with_no_points(
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     reasons = {row["submission"]: row["reason"] for row in report["not_graded"]}
     assert reasons == {
-        "empty": "serving.py not found in submission folder 'empty' or its subfolders",
+        "empty": "serving.py not found in submission folder 'empty' or its subfolders "
+                 "(found no .py file); submit one file named serving.py, or one .py file "
+                 "whose name starts with 'serving'",
         "huge": "submission 'huge.py' is 1000001 bytes; the limit is 1000000 bytes",
         "linked": "submission 'linked' is a symbolic link; submit serving.py itself",
         "two": "2 serving.py files in submission folder 'two' (a/serving.py, b/serving.py); "
@@ -700,6 +746,12 @@ def test_as_root_the_class_and_its_results_are_closed_to_other_users(
     for folder in (base / "class", base / "out"):
         assert folder.stat().st_mode & 0o007 == 0, folder
     assert f"closed {str(base / 'class')!r} to other users" in first_run.stderr
+    # and the summary says it too: what changed, why, and how to undo it
+    summary = first_run.stdout
+    assert f"  closed {str(base / 'class')!r} to other users (mode " in summary
+    assert "so that student code, run as a sandbox user, cannot read the class's " \
+           "submissions or results" in summary
+    assert f"chmod o+rx {base / 'class'}" in summary
 
 
 @pytest.mark.slow
@@ -730,7 +782,7 @@ def test_a_second_run_skips_everything_and_a_changed_submission_or_force_regrade
 
 
 @pytest.mark.slow
-def test_a_submission_past_the_timeout_is_stopped_with_fallback_results(base: Path) -> None:
+def test_a_submission_past_the_timeout_is_stopped_with_no_score_and_retried(base: Path) -> None:
     home = base / "timeout"
     (home / "class").mkdir(parents=True)
     (home / "tmp").mkdir()
@@ -738,15 +790,75 @@ def test_a_submission_past_the_timeout_is_stopped_with_fallback_results(base: Pa
         folder.chmod(0o755)
     shutil.copytree(ADVERSARIAL / "hang_everywhere", home / "class" / "hangs")
     run = regrade(home, "--timeout", "10", "--no-histogram")
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == GRADER_FAILED_EXIT, run.stderr[-3000:]
+    assert "1 of 1 submissions have no score" in run.stderr
     assert run.elapsed_s < 10 + 30
     assert run.rows["hangs"]["status"] == "timed_out"
+    assert run.rows["hangs"]["score"] == ""  # no score, never a 0
     results = json.loads((home / "out" / "submissions" / "hangs" / "results.json")
                          .read_text(encoding="utf-8"))
-    assert results["score"] == 0
-    assert "grading took longer than 10 s and was stopped" in results["output"]
+    assert results["grader_failed"] is True
+    assert "score" not in results
+    assert "grading took longer than 10 s and was stopped" in results["reason"]
     assert "not graded: hangs (timed_out)" in run.stdout
     assert survivors(str(home)) == []
+
+
+#: A ``sitecustomize`` that breaks the grader while FLAG exists: every results document it
+#: builds is found invalid (a bug of the grader, as far as a grading can tell).
+BROKEN_GRADER = """
+import os
+import graders.results.reports as reports
+
+_problems = reports.gradescope_problems
+
+
+def gradescope_problems(document):
+    if os.path.exists({flag!r}) and isinstance(document, dict) and "tests" in document:
+        return ["injected: the grader is broken"]
+    return _problems(document)
+
+
+reports.gradescope_problems = gradescope_problems
+"""
+
+
+@pytest.mark.slow
+def test_a_grader_failure_is_never_a_score_and_the_next_run_grades_it_again(
+        base: Path) -> None:
+    home = base / "broken"
+    (home / "class" / "ann").mkdir(parents=True)
+    (home / "tmp").mkdir()
+    for folder in (home, home / "tmp"):
+        folder.chmod(0o755)
+    shutil.copy(CORPUS / "correct" / "serving.py", home / "class" / "ann" / "serving.py")
+    flag, site = home / "broken.flag", home / "site"
+    flag.touch()
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BROKEN_GRADER.format(flag=str(flag)),
+                                           encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(TMPDIR=str(home / "tmp"), PYTHONPATH=str(site))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return run_cli("regrade", home / "class", "--out", home / "out", "--no-histogram",
+                       cwd=home, env=env)
+
+    broken = run()
+    assert broken.returncode == GRADER_FAILED_EXIT, broken.stderr[-3000:]
+    rows = list(csv.DictReader(io.StringIO((home / "out" / "grades.csv").read_text("utf-8"))))
+    assert [(row["status"], row["score"]) for row in rows] == [("grader_failed", "")]
+    results = json.loads((home / "out" / "submissions" / "ann" / "results.json")
+                         .read_text(encoding="utf-8"))
+    assert results["grader_failed"] is True
+    assert "score" not in results
+    assert "injected: the grader is broken" in results["reason"]
+    flag.unlink()  # the grader is fixed: the same command grades it again, not "up to date"
+    fixed = run()
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert "1 processed now, 0 up to date" in fixed.stdout
+    rows = list(csv.DictReader(io.StringIO((home / "out" / "grades.csv").read_text("utf-8"))))
+    assert [(row["status"], row["score"]) for row in rows] == [("graded", "100.0")]
 
 
 def test_the_same_failure_of_two_functions_makes_two_groups_each_with_its_hint() -> None:

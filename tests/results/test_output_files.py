@@ -314,7 +314,12 @@ def test_earlier_junit_xml_and_json_reports_are_removed_first(
         (tmp_path / "out" / name).write_text("stale", encoding="utf-8")
     fake_run(tmp_path, monkeypatch, pytest.ExitCode.INTERNAL_ERROR, {})
     assert grade_cli.run_grade(grade_args(tmp_path)) == grade_cli.GRADER_FAILED
-    assert list((tmp_path / "out").iterdir()) == []
+    # no stale file survives: the JUnit file now says the grader failed, and pytest's json
+    # report, which this run never wrote, is gone
+    assert [path.name for path in (tmp_path / "out").iterdir()] == ["junit.xml"]
+    junit = (tmp_path / "out" / "junit.xml").read_text(encoding="utf-8")
+    assert 'errors="1"' in junit
+    assert "the grader failed: the grader stopped with pytest exit code 3" in junit
 
 
 # --- graders regrade --out --------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import sample_score as score
 
-from graders.grading.scoring import SCORE_DECIMALS, TestScore, rounded
+from graders.grading.scoring import SCORE_DECIMALS, TestScore, scaled_maxima
 from graders.results.reports import (
     SCHEMA_VERSION,
     gradescope_results,
@@ -24,7 +24,10 @@ from graders.results.reports import (
 
 # --- gradescope_results -------------------------------------------------------------------
 
-#: 100/3 and 100/9 as written out, spelled from the decimals rather than by rounded().
+#: 100 shared by three equal tests, as written out (spelled from the decimals rather than
+#: by rounded()): the largest remainder gives the unit left over to the first test, so the
+#: maxima add up to 100 exactly; a third of the second test's maximum, on the grid.
+FIRST_THIRD = float("33." + "3" * (SCORE_DECIMALS - 1) + "4")
 THIRD = float("33." + "3" * SCORE_DECIMALS)
 NINTH = float("11." + "1" * SCORE_DECIMALS)
 TEST_KEYS = {"name", "name_format", "number", "score", "max_score", "status", "output",
@@ -32,13 +35,14 @@ TEST_KEYS = {"name", "name_format", "number", "score", "max_score", "status", "o
 
 
 def graded() -> list[TestScore]:
-    third = Fraction(100, 3)
+    maxima = scaled_maxima({"a": 1, "b": 1, "c": 1}, 100)
     return [
-        score("serve matches", max_score=third).with_outcome(
+        score("serve matches", max_score=maxima["a"]).with_outcome(
             "passed", Fraction(1), "All cases passed.", 36, 36),
-        score("cache on iphone", function="cache_capacity", track="iphone", max_score=third,
-              visibility="hidden").with_outcome("failed", Fraction(1, 3), "2 of 3 failed", 1, 3),
-        score("erlang_c", function="erlang_c", max_score=third).with_outcome(
+        score("cache on iphone", function="cache_capacity", track="iphone",
+              max_score=maxima["b"], visibility="hidden").with_outcome(
+            "failed", Fraction(1, 3), "2 of 3 failed", 1, 3),
+        score("erlang_c", function="erlang_c", max_score=maxima["c"]).with_outcome(
             "error", Fraction(0), "error"),
     ]
 
@@ -49,7 +53,7 @@ def test_a_results_document_has_the_gradescope_top_level_fields() -> None:
                              "test_output_format", "test_name_format", "stdout_visibility",
                              "extra_data", "tests"}
     assert document["output_format"] == document["test_output_format"] == "text"
-    assert document["score"] == rounded(Fraction(400, 9)) == float("44." + "4" * SCORE_DECIMALS)
+    assert document["score"] == float("44." + "4" * (SCORE_DECIMALS - 1) + "5")
     assert document["execution_time"] == 4.123
     assert document["output"] == "Score: 44/100"
     assert document["stdout_visibility"] == "hidden"
@@ -62,8 +66,8 @@ def test_each_test_entry_has_the_gradescope_fields() -> None:
     assert [set(test) for test in tests] == [TEST_KEYS] * 3
     first, second, third = tests
     assert first == {
-        "name": "serve matches", "name_format": "text", "number": "1", "score": THIRD,
-        "max_score": THIRD, "status": "passed", "output": "All cases passed.",
+        "name": "serve matches", "name_format": "text", "number": "1", "score": FIRST_THIRD,
+        "max_score": FIRST_THIRD, "status": "passed", "output": "All cases passed.",
         "output_format": "text", "tags": ["serve"],
         "visibility": "visible",
         "extra_data": {"nodeid": "suite::serve matches", "outcome": "passed",
@@ -188,9 +192,9 @@ def test_the_table_has_a_row_per_function_then_per_track_then_the_total() -> Non
         "serve               9.00     12.00  2",
         "cache_capacity     16.67     66.67  2",
         "",
-        "track        score       max  tests",
-        "iphone       16.67     33.33  1",
-        "robotaxi      0.00     33.33  1",
+        "track (per-track tests only)     score       max  tests",
+        "iphone                           16.67     33.33  1",
+        "robotaxi                          0.00     33.33  1",
         "",
         "TOTAL 25.67 / 78.67",
     ]

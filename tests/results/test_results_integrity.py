@@ -17,9 +17,11 @@ from graders.cli import grade as grade_cli
 from graders.grading.scoring import TestScore
 from graders.plugin.settings import OPTIONS, resolve
 from graders.results.reports import (
-    fallback_results,
+    grader_failure,
+    grader_failure_results,
     gradescope_problems,
     gradescope_results,
+    read_valid_results,
     write_results,
 )
 from graders.sandbox.runner import StudentRunner
@@ -69,25 +71,31 @@ def test_every_break_of_the_gradescope_format_is_named(mutate: Any, problem: str
         gradescope_problems(document)
 
 
-def test_an_invalid_document_is_replaced_by_the_fallback(tmp_path: Path) -> None:
+def assert_grader_failure(path: Path, reason: str) -> None:
+    """``path`` holds a grader-failure record saying ``reason``: no score, no tests, and
+    nothing a reader of results could take for a grade."""
+    written = strict_load(path)
+    assert grader_failure(written) is not None
+    assert reason in str(grader_failure(written))
+    assert "score" not in written
+    assert "tests" not in written
+    assert read_valid_results(path) is None
+    assert "not your score" in written["output"]
+
+
+def test_an_invalid_document_is_written_as_a_grader_failure_not_a_zero(tmp_path: Path) -> None:
     document = valid_document()
     document["score"] = 1e9
-    known = [score("a", 2, 2), score("b", 1, 3)]
-    write_results(tmp_path / "results.json", document, known)
-    written = strict_load(tmp_path / "results.json")
-    assert gradescope_problems(written) == []
-    assert written["score"] == 0.0
-    assert [test["name"] for test in written["tests"]] == ["a", "b"]
-    assert all(test["score"] == 0.0 for test in written["tests"])
-    assert "invalid results" in written["output"]
+    write_results(tmp_path / "results.json", document)
+    assert_grader_failure(tmp_path / "results.json", "invalid results")
 
 
-def test_the_fallback_keeps_every_known_test_at_zero() -> None:
-    document = fallback_results([score("a", 2, 2), score("b", 3, 3)], "boom")
-    assert gradescope_problems(document) == []
-    assert [(t["score"], t["max_score"]) for t in document["tests"]] == [(0.0, 2.0), (0.0, 3.0)]
-    assert "boom" in document["output"]
-    assert document["extra_data"]["grader_error"] == "boom"
+def test_a_grader_failure_record_says_why_and_what_to_do() -> None:
+    document = grader_failure_results("boom\nwith a newline")
+    assert grader_failure(document) == "boom with a newline"
+    assert document["extra_data"]["grader_error"] == "boom with a newline"
+    assert "grade it again" in document["what_to_do"]
+    assert grader_failure(valid_document()) is None
 
 
 def grade_args(results: Path) -> argparse.Namespace:
@@ -119,10 +127,7 @@ def test_a_grader_crash_still_leaves_a_valid_results_file(
                         lambda *args, **kwargs: pytest.ExitCode.INTERNAL_ERROR)
     results = tmp_path / "results.json"
     assert grade_cli.run_grade(grade_args(results)) == grade_cli.GRADER_FAILED
-    written = strict_load(results)
-    assert gradescope_problems(written) == []
-    assert written["score"] == 0.0
-    assert "exit code 3" in written["output"]
+    assert_grader_failure(results, "exit code 3")
 
 
 def test_a_stale_results_file_is_never_taken_for_this_runs(
@@ -132,12 +137,10 @@ def test_a_stale_results_file_is_never_taken_for_this_runs(
         [score("forged", 5, 5)], execution_time_s=0.0, output="forged")), encoding="utf-8")
     monkeypatch.setattr(grade_cli.pytest, "main", lambda *args, **kwargs: pytest.ExitCode.OK)
     assert grade_cli.run_grade(grade_args(results)) == grade_cli.GRADER_FAILED
-    written = strict_load(results)
-    assert written["score"] == 0.0
-    assert "no valid results were written" in written["output"]
+    assert_grader_failure(results, "no valid results")
 
 
-def test_a_failure_while_building_results_writes_the_fallback(
+def test_a_failure_while_building_results_is_a_grader_failure(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from graders.plugin import session as session_module
 
@@ -151,7 +154,4 @@ def test_a_failure_while_building_results_writes_the_fallback(
         grading = session_module.GradingSession(settings=settings, tracks=(), runner=runner)
         grading.scores["suite::a"] = score("a", 2, 2)
         grading.write_results(tmp_path / "results.json")
-    written = strict_load(tmp_path / "results.json")
-    assert gradescope_problems(written) == []
-    assert written["score"] == 0.0
-    assert "RuntimeError: report builder broke" in written["output"]
+    assert_grader_failure(tmp_path / "results.json", "RuntimeError: report builder broke")

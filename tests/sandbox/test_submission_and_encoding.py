@@ -79,6 +79,32 @@ def test_two_nested_serving_py_are_ambiguous(tmp_path: Path) -> None:
         locate_submission(tmp_path)
 
 
+@pytest.mark.parametrize("name", ["serving (1).py", "serving_final.py"])
+def test_one_py_file_named_serving_something_is_taken_for_serving_py(tmp_path: Path,
+                                                                      name: str) -> None:
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / name).write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "notes.py").write_text("x = 2\n", encoding="utf-8")
+    assert locate_submission(tmp_path) == tmp_path / "lab" / name
+
+
+def test_two_near_misses_are_named_and_none_is_taken(tmp_path: Path) -> None:
+    for name in ("serving (1).py", "serving (2).py"):
+        (tmp_path / name).write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(SubmissionError, match=r"found 2 \.py files named serving\.\.\.: "
+                                              r"'serving \(1\)\.py', "
+                                              r"'serving \(2\)\.py'; keep one"):
+        locate_submission(tmp_path)
+
+
+def test_a_folder_without_serving_py_names_the_py_files_it_holds(tmp_path: Path) -> None:
+    for name in ("main.py", "lab.py", "readme.txt"):
+        (tmp_path / name).write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(SubmissionError, match=r"or its subfolders \(found 'lab\.py', 'main\.py'\); "
+                                              r"submit one file named serving\.py"):
+        locate_submission(tmp_path)
+
+
 def test_a_dangling_symlink_is_located_so_that_reading_it_can_refuse_it(tmp_path: Path) -> None:
     link = tmp_path / "serving.py"
     link.symlink_to(tmp_path / "gone.py")

@@ -270,13 +270,27 @@ def test_optional_facts_may_be_left_out(tmp_path: Path) -> None:
     [("80 GiB", "data size", 80 * 2**30 / 1e9, "GB"), ("30 Gbps", "bandwidth", 3.75, "GB/s"),
      ("56 Gbit/s", "bandwidth", 7.0, "GB/s"), ("0.02 W", "power", 0.02, "W"),
      ("54000 J", "energy", 15.0, "Wh"), (3_504_872, "parameter count", 3_504_872, "param"),
-     ("7e10", "parameter count", 7e10, "param")],
+     ("7e10", "parameter count", 7e10, "param"),
+     # data units as people write them, which pint alone reads otherwise (Gb is gilbert)
+     ("102.0 Gb/s", "bandwidth", 12.75, "GB/s"), ("816 Gbps", "bandwidth", 102.0, "GB/s"),
+     ("12 GBps", "bandwidth", 12.0, "GB/s"), ("8 Mb/ms", "bandwidth", 1.0, "GB/s"),
+     ("1 KB/s", "bandwidth", 1e-6, "GB/s"), ("64 Gb", "data size", 8.0, "GB"),
+     ("1 KiB", "data size", 1.024e-6, "GB"), ("1 gigabyte/second", "bandwidth", 1.0, "GB/s"),
+     ("8e9 b", "data size", 1.0, "GB")],
 )
 def test_parse_quantity_checks_units_by_name_and_converts(
     text: str | int, kind: str, magnitude: float, unit: str
 ) -> None:
     quantity = parse_quantity(text, kind, "where")  # type: ignore[arg-type]
     assert quantity.m_as(unit) == pytest.approx(magnitude, rel=1e-12)
+
+
+def test_a_refused_bandwidth_unit_is_told_which_units_are_accepted() -> None:
+    with pytest.raises(TrackError) as caught:
+        parse_quantity("5 GW", "bandwidth", "x.toml: hardware.storage.bandwidth")
+    assert str(caught.value).endswith(
+        "use a data rate unit: a byte or bit unit (GB, GiB, Gbit or Gb, ...) per time unit "
+        '(/s, /ms, ...), or Gbps, Mbps, GBps, e.g. "3.35 TB/s"')
 
 
 def test_parse_quantity_prefixes_its_message_with_where() -> None:

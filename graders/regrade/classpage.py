@@ -1,0 +1,178 @@
+"""The class page (``class.html``): one self-contained HTML page for course staff, drawn from
+the class report (``report.json``'s data): the score distribution with the submissions that
+were not graded shown apart, a function x track heat map of pass rates, the mistake
+clusters largest first, and, with ``--names``, every submission with a link to its page.
+
+No script, no network: inline CSS and SVG only, under the same Content-Security-Policy as
+the student's page. Every text is escaped (:func:`graders.escaping.for_html`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from graders.escaping import for_html
+from graders.feedback.render import CSP
+from graders.regrade.histogram import APART_COLOURS
+
+PAGE_NAME = "class.html"
+STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px;
+       padding: 1rem 1.5rem 3rem; color: #1d1d1f; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; }
+th, td { border: 1px solid #d0d0d7; padding: .25rem .5rem; text-align: left;
+         vertical-align: top; }
+td.rate { text-align: center; font-variant-numeric: tabular-nums; min-width: 4.5rem; }
+.cluster { border: 1px solid #d0d0d7; border-radius: 6px; padding: .5rem .9rem;
+           margin: .6rem 0; }
+.cluster h3 { margin: .2rem 0; font-size: 1.05rem; }
+.label { font-weight: 600; }
+.unknown { color: #6e6e73; font-style: italic; }
+.muted { color: #6e6e73; }
+code { background: #f2f2f5; padding: 0 .2rem; border-radius: 3px; }
+"""
+#: The colour of the distribution's graded bars (the others: APART_COLOURS).
+GRADED_COLOUR = "#4c72b0"
+
+
+def build_class_page(report: Mapping[str, Any], *, names: bool) -> str:
+    """The class page of ``report`` (:func:`graders.regrade.report.class_report` plus its
+    ``clusters``, ``heatmap`` and, with ``names``, ``students``)."""
+    total, graded = report["submissions"], report["graded"]
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{for_html(CSP)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>Class report</title>", f"<style>{STYLE}</style></head><body>",
+        "<h1>Class report</h1>",
+        f'<p id="summary">{total} submissions, {graded} graded'
+        + (f", {total - graded} not graded" if total > graded else "") + ".",
+    ]
+    scores = report.get("scores")
+    if scores:
+        parts.append(f" Mean {scores['mean']:.2f}, median {scores['median']:.2f}; "
+                     f"{scores['full_marks']} with full marks.")
+    parts.append("</p>")
+    parts += _distribution(report)
+    parts += _heatmap(report.get("heatmap", {}))
+    parts += _clusters(report.get("clusters", []), graded, names=names)
+    if names:
+        parts += _students(report.get("students", []))
+    else:
+        parts.append('<p class="muted" id="privacy">Submissions are shown by anonymous '
+                     "labels only; run the regrade with <code>--names</code> to see names "
+                     "and links to each student's page.</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _distribution(report: Mapping[str, Any]) -> list[str]:
+    """Bars of the graded scores, then one bar per reason a submission was not graded."""
+    edges, counts = report["histogram"]["edges"], report["histogram"]["counts"]
+    apart = {status: count for status, count in report["histogram"].get("apart", {}).items()
+             if count}
+    bars = [(f"{low:g}-{high:g}", count, GRADED_COLOUR, "graded")
+            for low, high, count in zip(edges, edges[1:], counts, strict=False)]
+    bars += [(status.replace("_", " "), count, APART_COLOURS.get(status, "#8c8c8c"), status)
+             for status, count in apart.items()]
+    tallest = max([count for _, count, _, _ in bars] + [1])
+    width, height, bar, gap = 60 * len(bars) + 40, 220, 44, 16
+    svg = [f'<svg id="distribution" role="img" width="{width}" height="{height + 50}" '
+           f'viewBox="0 0 {width} {height + 50}" xmlns="http://www.w3.org/2000/svg">',
+           f"<title>Scores of {report['graded']} graded submissions, and those not "
+           "graded, apart</title>"]
+    for index, (label, count, colour, kind) in enumerate(bars):
+        x = 20 + index * 60 + (gap if kind != "graded" else 0)
+        tall = round(height * count / tallest)
+        svg.append(f'<rect data-kind="{for_html(kind)}" data-count="{count}" x="{x}" '
+                   f'y="{height - tall + 20}" width="{bar}" height="{tall}" fill="{colour}"/>')
+        svg.append(f'<text x="{x + bar / 2}" y="{height + 15 - tall}" font-size="12" '
+                   f'text-anchor="middle">{count}</text>')
+        svg.append(f'<text x="{x + bar / 2}" y="{height + 38}" font-size="11" '
+                   f'text-anchor="middle">{for_html(label)}</text>')
+    svg.append("</svg>")
+    note = ("Blue bars are graded scores. Submissions that were not graded (the grader "
+            "failed, timed out, or found no serving.py) are drawn apart, never as a 0."
+            if apart else "Every submission was graded.")
+    return ["<h2>Score distribution</h2>", *svg, f"<p class=\"muted\">{note}</p>"]
+
+
+def _colour(rate: float) -> str:
+    """Red (0 %) through yellow to green (100 %)."""
+    return f"hsl({round(120 * rate)}, 65%, 78%)"
+
+
+def _heatmap(heatmap: Mapping[str, Any]) -> list[str]:
+    functions, tracks = heatmap.get("functions", []), heatmap.get("tracks", [])
+    rates = heatmap.get("pass_rate", {})
+    if not functions:
+        return []
+    rows = ["<h2>Pass rate by function and track</h2>",
+            '<p class="muted">Share of graded submissions with full marks on the tests of '
+            "each function and track (tests without a track under \u201call\u201d).</p>",
+            '<table id="heatmap"><tr><th>function</th>'
+            + "".join(f"<th>{for_html(track or 'all')}</th>" for track in tracks) + "</tr>"]
+    for function in functions:
+        cells = []
+        for track in tracks:
+            rate = rates.get(function, {}).get(track)
+            cells.append('<td class="rate muted">\u2013</td>' if rate is None else
+                         f'<td class="rate" data-function="{for_html(function)}" '
+                         f'data-track="{for_html(track)}" data-rate="{rate}" '
+                         f'style="background: {_colour(rate)}">{rate:.0%}</td>')
+        rows.append(f"<tr><th>{for_html(function)}</th>{''.join(cells)}</tr>")
+    rows.append("</table>")
+    return rows
+
+
+def _clusters(clusters: Sequence[Mapping[str, Any]], graded: int, *, names: bool
+              ) -> list[str]:
+    parts = ["<h2>Mistake clusters</h2>",
+             '<p class="muted">Per function, the submissions whose wrong answers have the '
+             "same signature, largest first; a known mistake is named.</p>"]
+    if not clusters:
+        return [*parts, "<p>No function was failed by any graded submission.</p>"]
+    parts.append('<div id="clusters">')
+    for rank, cluster in enumerate(clusters, start=1):
+        label = (f'<span class="label">{for_html(cluster["label"])}</span>'
+                 if cluster["label"] else '<span class="unknown">not in the catalogue</span>')
+        representative = for_html(cluster["representative"])
+        page = cluster.get("representative_page")
+        if names and page:
+            representative = f'<a href="{for_html(page)}">{representative}</a>'
+        parts += [
+            f'<section class="cluster" data-function="{for_html(cluster["function"])}" '
+            f'data-count="{cluster["submissions"]}" '
+            f'data-mistake="{for_html(cluster["mistake"])}">',
+            f"<h3>{rank}. {for_html(cluster['function'])}: {label}</h3>",
+            f"<p><b>{cluster['submissions']}</b> submission"
+            f"{'s' if cluster['submissions'] != 1 else ''} "
+            f"({cluster['share']:.0%} of {graded} graded); tracks: "
+            f"{for_html(', '.join(cluster['tracks']) or 'none')}; "
+            f"{len(cluster['tests'])} failed test(s).</p>",
+            f"<p>First failing case: <code>{for_html(cluster['first_case'])}</code></p>",
+            *([f"<p>Hint: {for_html(cluster['hint'])}</p>"] if cluster["hint"] else []),
+            f"<p>Representative: {representative}</p>",
+        ]
+        if names and cluster.get("members"):
+            parts.append("<details><summary>All submissions</summary><p>"
+                         + ", ".join(for_html(m) for m in cluster["members"])
+                         + "</p></details>")
+        parts.append("</section>")
+    parts.append("</div>")
+    return parts
+
+
+def _students(students: Sequence[Mapping[str, Any]]) -> list[str]:
+    rows = ["<h2>Submissions</h2>", '<table id="students"><tr><th>submission</th>'
+            "<th>names</th><th>status</th><th>score</th><th>page</th></tr>"]
+    for student in students:
+        page = student.get("page")
+        link = f'<a href="{for_html(page)}">feedback</a>' if page else "\u2013"
+        rows.append(f"<tr><td>{for_html(student['submission'])}</td>"
+                    f"<td>{for_html(student['names'])}</td>"
+                    f"<td>{for_html(student['status'])}</td>"
+                    f"<td>{student['score']:.2f}</td><td>{link}</td></tr>")
+    rows.append("</table>")
+    return rows

@@ -1,0 +1,97 @@
+"""What the class page and ``report.json`` show of the mistake clusters and the students,
+under the privacy rule: submission names only with ``--names``, otherwise anonymous labels.
+
+An anonymous label (``anon-3f9c2a``) is a keyed digest of the submission id: the same
+submission keeps its label from one regrade to the next (the key is kept in OUT, readable
+by its owner only), and nobody without the key can tell whose it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from graders.escaping import escape_controls
+from graders.regrade.clusters import Cluster
+from graders.regrade.job import PAGE_NAME
+from graders.regrade.report import GradedSubmission
+
+KEY_NAME = ".anonymous-labels.key"
+
+
+def label_key(out: Path) -> bytes:
+    """This class's key for anonymous labels, made on first use (mode 0600)."""
+    path = out / KEY_NAME
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        key = secrets.token_bytes(16)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="ascii") as stream:
+            stream.write(key.hex() + "\n")
+        return key
+
+
+def anonymous_label(key: bytes, ident: str) -> str:
+    return "anon-" + hmac.new(key, ident.encode("utf-8"), hashlib.sha256).hexdigest()[:6]
+
+
+def page_link(ident: str) -> str:
+    """The student's page, relative to the class page in OUT."""
+    return f"submissions/{urllib.parse.quote(ident)}/{PAGE_NAME}"
+
+
+def cluster_rows(clusters: Sequence[Cluster], graded: int, *, key: bytes, names: bool,
+                 pages: set[str]) -> list[dict[str, Any]]:
+    """The clusters as plain JSON, largest first: counts, share, where, the first failing
+    case, the hint, the catalogued mistake, and one representative (its name and page
+    only with ``names``; then every member too)."""
+    rows = []
+    for cluster in clusters:
+        first = cluster.representative
+        row: dict[str, Any] = {
+            "function": cluster.function,
+            "submissions": len(cluster.members),
+            "share": round(len(cluster.members) / graded, 6) if graded else 0.0,
+            "tracks": cluster.tracks,
+            "tests": [escape_controls(name) for name in cluster.tests],
+            "first_case": escape_controls(cluster.first_case),
+            "hint": escape_controls(cluster.hint),
+            "mistake": cluster.mistake,
+            "label": cluster.label,
+            "representative": escape_controls(first) if names else anonymous_label(key, first),
+        }
+        if names:
+            row["members"] = [escape_controls(member) for member in cluster.members]
+            if first in pages:
+                row["representative_page"] = page_link(first)
+        rows.append(row)
+    return rows
+
+
+def student_rows(entries: Sequence[GradedSubmission], pages: set[str]
+                 ) -> list[dict[str, Any]]:
+    """Every submission with its names, status, score and page (only with ``--names``)."""
+    return [{"submission": escape_controls(entry.id),
+             "names": escape_controls("; ".join(p.name for p in entry.submitters)),
+             "status": entry.status, "score": entry.score,
+             **({"page": page_link(entry.id)} if entry.id in pages else {})}
+            for entry in entries]
+
+
+def pages_written(out: Path, entries: Sequence[GradedSubmission]) -> set[str]:
+    """The submissions whose page the regrade wrote."""
+    return {entry.id for entry in entries
+            if (out / "submissions" / entry.id / PAGE_NAME).is_file()}
+
+
+def with_classes(report: Mapping[str, Any], clusters: list[dict[str, Any]],
+                 students: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """``report`` with its clusters and, with ``--names``, its students."""
+    return {**report, "clusters": clusters, **({"students": students} if students else {})}

@@ -1,0 +1,313 @@
+"""The portable runner's bound on a worker's totals: its memory, and every process it starts.
+
+The hardened path has rlimits, a sandbox user and the ``/proc`` sweep. The portable path has:
+
+- on Windows, a **Job Object** (:class:`JobObject`, through ctypes): the worker is assigned
+  to it before it reads its first request, so everything it starts is in it too; the job's
+  memory (all its processes together) is capped, it may hold few processes at once, and it
+  is terminated, every process with it, when the worker stops (kill-on-close as well, should
+  the grader die first);
+- elsewhere (macOS, or a POSIX system without ``/proc`` or the POSIX-only modules), a
+  **tree watch** (:class:`TreeWatch`): a thread reads the process table with ``ps`` every
+  :data:`WATCH_INTERVAL_S` seconds, remembers every process of the worker's tree (its
+  descendants, and its process group), kills the whole tree once their resident memory
+  together passes the bound, and kills every one it has seen (still the same process: same
+  start time) when the worker stops, so that a process that moved to a session of its own
+  does not outlive the grading. On macOS the worker's own rlimits (no new processes for an
+  ordinary user) come first; the watch is what bounds memory there, since macOS does not
+  enforce RLIMIT_AS.
+
+What a watch cannot see: a process that starts, leaves the tree (its parent exits) and is
+never seen by a poll, all within one interval; and memory allocated within one interval
+past the bound. The Job Object has neither gap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+#: Seconds between two looks at the process table.
+WATCH_INTERVAL_S = 0.5
+#: Looks at a frozen tree, at most, before it is killed.
+FREEZE_ROUNDS = 8
+#: Seconds ``ps`` may take.
+PS_TIMEOUT_S = 5.0
+#: Processes a worker's job may hold at once: the interpreter, and the one a Windows
+#: virtual environment's ``python.exe`` launcher starts.
+JOB_PROCESSES = 2
+
+
+class Containment(Protocol):
+    """What bounds one worker's process tree on the portable path."""
+
+    #: Why it stopped the worker, once it has ("" until then).
+    reason: str
+
+    def close(self) -> None:
+        """Kill every process of the tree; never raises."""
+
+
+# --- the process table, through ps (POSIX) -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcessRow:
+    pid: int
+    ppid: int
+    pgid: int
+    rss_bytes: int
+    #: When it started, as ps prints it: with the pid, names one process (pids are reused).
+    started: str
+
+
+def process_table() -> dict[int, ProcessRow] | None:
+    """Every process, by pid, from ``ps`` (Linux's procps and the BSDs' and macOS's alike);
+    None when ``ps`` is missing or fails."""
+    ps = shutil.which("ps")
+    if ps is None:
+        return None
+    try:
+        listing = subprocess.run([ps, "-A", "-o", "pid=,ppid=,pgid=,rss=,lstart="],
+                                 capture_output=True, text=True, timeout=PS_TIMEOUT_S,
+                                 check=False, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listing.returncode != 0:
+        return None
+    table = {}
+    for line in listing.stdout.splitlines():
+        fields = line.split(None, 4)
+        if len(fields) == 5 and all(f.isdigit() for f in fields[:4]):
+            pid, ppid, pgid, rss = map(int, fields[:4])
+            table[pid] = ProcessRow(pid, ppid, pgid, rss * 1024, fields[4].strip())
+    return table
+
+
+def tree(root: int, table: dict[int, ProcessRow]) -> set[int]:
+    """``root``, its descendants and the members of its process group, as in ``table``."""
+    children: dict[int, list[int]] = {}
+    for row in table.values():
+        children.setdefault(row.ppid, []).append(row.pid)
+    found = {pid for pid, row in table.items() if row.pgid == root}
+    if root in table:
+        found.add(root)
+    stack = list(found)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+class TreeWatch:
+    """Watches the process tree of the worker ``pid``: kills it all once its resident memory
+    passes ``memory_bytes``, and every process it has seen in it at :meth:`close`."""
+
+    def __init__(self, pid: int, memory_bytes: int, *,
+                 table: Callable[[], dict[int, ProcessRow] | None] = process_table,
+                 interval_s: float = WATCH_INTERVAL_S) -> None:
+        self.pid = pid
+        self.memory_bytes = memory_bytes
+        self.reason = ""
+        self._table = table
+        self._seen: dict[int, str] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._interval_s = interval_s
+        self._thread = threading.Thread(target=self._watch, daemon=True,
+                                        name="serving-grader-watch")
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self._interval_s):
+            with contextlib.suppress(Exception):  # a look that fails is the next one's
+                self.look()
+
+    def look(self) -> None:
+        """Read the process table once: remember the tree, and kill it past the bound."""
+        with self._lock:
+            table = self._table()
+            if table is None:
+                return
+            members = tree(self.pid, table)
+            for pid in members:
+                self._seen[pid] = table[pid].started
+            resident = sum(table[pid].rss_bytes for pid in members)
+            if resident > self.memory_bytes and not self._stopped.is_set():
+                self.reason = (f"its processes used more than {self.memory_bytes // 1024**2} "
+                               "MiB of memory")
+                self._kill(table)
+
+    def close(self) -> None:
+        """Freeze the tree (SIGSTOP: a stopped process starts no other), look again until
+        no new process shows, then kill every process it has seen. Call it while the worker
+        still lives: its children are found through it."""
+        self._stopped.set()
+        with contextlib.suppress(Exception), self._lock:
+            frozen: set[int] = set()
+            table = None
+            for _ in range(FREEZE_ROUNDS):
+                table = self._table()
+                if table is None:
+                    break
+                members = tree(self.pid, table) | {
+                    pid for pid, started in self._seen.items()
+                    if pid in table and table[pid].started == started}
+                members.discard(os.getpid())
+                if not members - frozen:
+                    break
+                for pid in members - frozen:
+                    self._seen[pid] = table[pid].started
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGSTOP)
+                frozen |= members
+            self._kill(table)
+
+    def _kill(self, table: dict[int, ProcessRow] | None) -> None:
+        """SIGKILL each process seen in the tree that is still the same process."""
+        if table is None:
+            return
+        for pid, started in list(self._seen.items()):
+            row = table.get(pid)
+            if row is not None and row.started == started and pid != os.getpid():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+# --- the Job Object (Windows) ------------------------------------------------------------------
+
+JOB_OBJECT_LIMIT_ACTIVE_PROCESS = 0x00000008
+JOB_OBJECT_LIMIT_JOB_MEMORY = 0x00000200
+JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION = 0x00000400
+JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x00002000
+JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS = 9
+PROCESS_TERMINATE = 0x0001
+PROCESS_SET_QUOTA = 0x0100
+
+DWORD = ctypes.c_uint32
+
+
+class IoCounters(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in (
+        "ReadOperationCount", "WriteOperationCount", "OtherOperationCount",
+        "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")]
+
+
+class BasicLimits(ctypes.Structure):
+    """JOBOBJECT_BASIC_LIMIT_INFORMATION."""
+
+    _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64),
+                ("PerJobUserTimeLimit", ctypes.c_int64),
+                ("LimitFlags", DWORD),
+                ("MinimumWorkingSetSize", ctypes.c_size_t),
+                ("MaximumWorkingSetSize", ctypes.c_size_t),
+                ("ActiveProcessLimit", DWORD),
+                ("Affinity", ctypes.c_size_t),
+                ("PriorityClass", DWORD),
+                ("SchedulingClass", DWORD)]
+
+
+class ExtendedLimits(ctypes.Structure):
+    """JOBOBJECT_EXTENDED_LIMIT_INFORMATION."""
+
+    _fields_ = [("BasicLimitInformation", BasicLimits),
+                ("IoInfo", IoCounters),
+                ("ProcessMemoryLimit", ctypes.c_size_t),
+                ("JobMemoryLimit", ctypes.c_size_t),
+                ("PeakProcessMemoryUsed", ctypes.c_size_t),
+                ("PeakJobMemoryUsed", ctypes.c_size_t)]
+
+
+def job_limits(memory_bytes: int) -> ExtendedLimits:
+    """The worker's job: ``memory_bytes`` for all its processes together, at most
+    :data:`JOB_PROCESSES` of them at once, every one killed when the job's handle closes."""
+    limits = ExtendedLimits()
+    basic = limits.BasicLimitInformation
+    basic.LimitFlags = (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_JOB_MEMORY
+                        | JOB_OBJECT_LIMIT_ACTIVE_PROCESS
+                        | JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION)
+    basic.ActiveProcessLimit = JOB_PROCESSES
+    limits.JobMemoryLimit = memory_bytes
+    return limits
+
+
+class JobObject:
+    """A Windows Job Object holding one worker (see the module's docstring).
+
+    ``kernel32`` is the Windows API (``ctypes.WinDLL("kernel32")``), given by tests.
+    Raises OSError when the job cannot be made or the worker cannot join it.
+    """
+
+    def __init__(self, pid: int, memory_bytes: int, *, kernel32: Any = None) -> None:
+        self.reason = ""
+        self._kernel32 = kernel32 if kernel32 is not None else _kernel32()
+        self._job = self._kernel32.CreateJobObjectW(None, None)
+        if not self._job:
+            raise OSError("CreateJobObjectW failed")
+        try:
+            limits = job_limits(memory_bytes)
+            if not self._kernel32.SetInformationJobObject(
+                    self._job, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS,
+                    ctypes.byref(limits), ctypes.sizeof(limits)):
+                raise OSError("SetInformationJobObject failed")
+            process = self._kernel32.OpenProcess(PROCESS_SET_QUOTA | PROCESS_TERMINATE,
+                                                 False, pid)
+            if not process:
+                raise OSError("OpenProcess failed")
+            try:
+                if not self._kernel32.AssignProcessToJobObject(self._job, process):
+                    raise OSError("AssignProcessToJobObject failed")
+            finally:
+                self._kernel32.CloseHandle(process)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Terminate every process of the job, and close it. Never raises."""
+        job, self._job = self._job, None
+        if job:
+            with contextlib.suppress(Exception):
+                self._kernel32.TerminateJobObject(job, 1)
+            with contextlib.suppress(Exception):
+                self._kernel32.CloseHandle(job)
+
+
+def _kernel32() -> Any:
+    windll: Any = getattr(ctypes, "WinDLL", None)
+    if windll is None:
+        raise OSError("no Windows API here")
+    kernel32 = windll("kernel32", use_last_error=True)
+    kernel32.CreateJobObjectW.restype = ctypes.c_void_p
+    kernel32.OpenProcess.restype = ctypes.c_void_p
+    kernel32.SetInformationJobObject.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                                 ctypes.c_void_p, DWORD]
+    kernel32.AssignProcessToJobObject.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    kernel32.TerminateJobObject.argtypes = [ctypes.c_void_p, ctypes.c_uint]
+    kernel32.CloseHandle.argtypes = [ctypes.c_void_p]
+    return kernel32
+
+
+def contain(pid: int, memory_bytes: int) -> Containment | None:
+    """The bound of the portable path for the worker ``pid``: a Job Object on Windows, a
+    tree watch where ``ps`` runs, None where neither can be had (the worker is then bounded
+    by its per-call deadline and its process-tree kill only)."""
+    if sys.platform == "win32":
+        try:
+            return JobObject(pid, memory_bytes)
+        except OSError:
+            return None
+    if shutil.which("ps") is None:
+        return None
+    return TreeWatch(pid, memory_bytes)

@@ -1,0 +1,189 @@
+"""Whatever fails inside the grader, ``graders grade`` writes its grader-failure record (no
+score, the reason) at --results and leaves nothing behind; whatever interrupts it (SIGTERM,
+SIGINT), it stops its workers, removes its folders and says so in that record, with no score.
+
+Failures are planted in a real ``graders grade`` run by a ``sitecustomize.py`` put first on
+its PYTHONPATH (the worker runs with ``-S``: nothing is planted in the submission's code);
+signals are sent to a real grading while its worker runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import ADVERSARIAL, CORPUS, REPO, kill_marked, reject_constant
+
+from graders.cli.grade import GRADER_FAILED, INTERRUPTED_SIGINT, INTERRUPTED_SIGTERM
+from graders.results.reports import grader_failure, interrupted_by_signal
+
+#: A grading that hangs in every serve call: long enough to be interrupted mid-way.
+HANGING = ADVERSARIAL / "hang_in_serve"
+#: Seconds to wait for a grading's worker to start before the signal is sent.
+START_WAIT_S = 60.0
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A folder with ``out/`` (the results, private) and ``tmp/`` (the grading's TMPDIR, which
+    the sandbox user must be able to traverse under root)."""
+    base = Path(tempfile.mkdtemp(prefix="grade-guard-", dir="/tmp"))
+    base.chmod(0o755)
+    (base / "out").mkdir(mode=0o700)
+    (base / "tmp").mkdir()
+    (base / "tmp").chmod(0o755)
+    try:
+        yield base
+    finally:
+        kill_marked(f"{base}/")
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def environment(home: Path, planted: str | None = None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PYTEST_", "COV_"))}
+    env["TMPDIR"] = str(home / "tmp")
+    if planted is not None:
+        plants = home / "plants"
+        plants.mkdir()
+        (plants / "sitecustomize.py").write_text(textwrap.dedent(planted), encoding="utf-8")
+        env["PYTHONPATH"] = os.pathsep.join([str(plants), str(REPO)])
+    return env
+
+
+def grade(home: Path, submission: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "graders", "grade", str(submission), "--results",
+         str(home / "out" / "results.json")],
+        cwd=home / "out", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def left_behind(home: Path) -> list[str]:
+    """What a grading left: anything in its TMPDIR, anything but results.json in out/."""
+    return sorted([*(f"tmp/{p.name}" for p in (home / "tmp").iterdir()),
+                   *(f"out/{p.name}" for p in (home / "out").iterdir()
+                     if p.name not in ("results.json", ".hypothesis"))])
+
+
+def no_score(home: Path) -> dict[str, Any]:
+    """The grader-failure record at out/results.json: no score, no tests, a reason."""
+    path = home / "out" / "results.json"
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"),
+                                          parse_constant=reject_constant)
+    assert grader_failure(document), document
+    assert "score" not in document
+    assert "tests" not in document
+    return document
+
+
+# --- the grader fails --------------------------------------------------------------------------
+
+PLANTS = {
+    # the issue's crash: a RecursionError in the last visible calls, at the session's end
+    "recursion_error_at_finish": """
+        import graders.plugin.session as session
+        def finish_visible(self):
+            raise RecursionError("maximum recursion depth exceeded")
+        session.GradingSession.finish_visible = finish_visible
+    """,
+    "memory_error_in_collection": """
+        import graders.plugin.hooks as hooks
+        def add_suite(*args, **kwargs):
+            raise MemoryError
+        hooks._add_suite = add_suite
+    """,
+    "worker_cannot_start": """
+        import graders.sandbox.runner as runner
+        def start(self):
+            raise OSError(24, "Too many open files")
+        runner.StudentRunner.start = start
+    """,
+    "failure_after_pytest": """
+        import graders.cli.grade as grade
+        def install(*args, **kwargs):
+            raise RuntimeError("installing the outputs failed")
+        grade._install_outputs = install
+    """,
+}
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_a_grader_failure_anywhere_still_writes_valid_results_and_leaves_nothing(
+        home: Path, plant: str) -> None:
+    process = grade(home, CORPUS / "correct", environment(home, PLANTS[plant]))
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == GRADER_FAILED, stdout[-2000:] + stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    document = no_score(home)
+    assert interrupted_by_signal(document) is None
+    assert "the grader failed" in stderr
+    assert left_behind(home) == []
+    assert kill_marked(f"{home}/") == []
+
+
+# --- the grading is interrupted ----------------------------------------------------------------
+
+
+def wait_for_worker(home: Path, process: subprocess.Popen[str]) -> None:
+    """Wait until the grading's worker folder exists (its worker then starts), and a moment."""
+    deadline = time.monotonic() + START_WAIT_S
+    while not any((home / "tmp").glob("serving-grader-*")):
+        assert process.poll() is None, "the grading ended before its worker started"
+        assert time.monotonic() < deadline, "no worker started"
+        time.sleep(0.05)
+    time.sleep(1.0)
+
+
+@pytest.mark.parametrize(("number", "code"), [(signal.SIGTERM, INTERRUPTED_SIGTERM),
+                                               (signal.SIGINT, INTERRUPTED_SIGINT)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_an_interrupted_grading_stops_its_workers_removes_its_folders_and_says_so(
+        home: Path, number: int, code: int) -> None:
+    process = grade(home, HANGING, environment(home))
+    wait_for_worker(home, process)
+    process.send_signal(number)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == code, stdout[-2000:] + stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    name = signal.Signals(number).name
+    assert f"interrupted by {name}" in stderr
+    document = no_score(home)
+    assert interrupted_by_signal(document) == name
+    assert f"interrupted by {name}" in document["output"]
+    assert left_behind(home) == []
+    assert kill_marked(f"{home}/") == []
+
+
+def test_a_slots_grading_process_interrupted_cleans_up_and_exits(home: Path) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-P", "-m", "graders.cli.grade_server"], cwd=home / "out",
+        env=environment(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+    assert server.stdin is not None
+    assert server.stdout is not None
+    request = {"argv": [str(HANGING), "--results", str(home / "out" / "results.json")],
+               "log": str(home / "grading.log")}
+    server.stdin.write(json.dumps(request) + "\n")
+    server.stdin.flush()
+    try:
+        wait_for_worker(home, server)  # type: ignore[arg-type]
+        server.send_signal(signal.SIGTERM)
+        reply = json.loads(server.stdout.readline())
+        assert server.wait(timeout=60) == 0  # it stops after the interrupted grading
+    finally:
+        server.kill()
+    assert reply == {"code": INTERRUPTED_SIGTERM}
+    assert interrupted_by_signal(no_score(home)) == "SIGTERM"
+    assert left_behind(home) == []
+    assert kill_marked(f"{home}/") == []

@@ -1,0 +1,36 @@
+"""The failed cases a test keeps for the class report's mistake clusters."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from graders.grading.cases import Case
+from graders.grading.checks import kept_case
+from graders.grading.compare import Difference
+from graders.sandbox.runner import CallOutcome
+
+
+def test_a_wrong_answer_keeps_its_numeric_inputs_and_each_wrong_fields_values() -> None:
+    case = Case("batch 8", "batching_tax", (object(), 3), {"batch_size": 8, "slo_ms": 200.0,
+                                                           "name": "x", "flag": True})
+    kept = kept_case(case, CallOutcome("ok", {}), [
+        Difference("batched_service_ms", 4.84375, 4.556, "outside tolerance"),
+        Difference("total_p99_ms", math.inf, None, "expected inf"),
+        Difference("state_kind", "kv", {"$missing": "state_kind"}, "missing")])
+    assert kept == {"case": "batch 8",
+                    "inputs": {"arg1": 3, "batch_size": 8, "slo_ms": 200.0},
+                    "fields": {"batched_service_ms": [4.84375, 4.556],
+                               "total_p99_ms": ["inf", None],
+                               "state_kind": ["kv", "missing field"]}}
+    json.dumps(kept, allow_nan=False)  # strict JSON: no Infinity
+
+
+def test_a_failed_call_keeps_the_exceptions_name_or_how_it_failed() -> None:
+    case = Case("n=1 B=2", "serve", (1, 2))
+    raised = kept_case(case, CallOutcome("raised", None, "ZeroDivisionError: division by "
+                                                         "zero"), ())
+    assert raised == {"case": "n=1 B=2", "inputs": {"arg0": 1, "arg1": 2},
+                      "error": "ZeroDivisionError"}
+    assert kept_case(case, CallOutcome("timeout", None, "took too long"), ())["error"] == \
+        "timeout"

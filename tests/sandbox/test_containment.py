@@ -1,0 +1,285 @@
+"""The portable runner bounds a worker's memory and leaves no process behind.
+
+On a system without the POSIX-only modules and /proc (played here by
+``tests/posix_blocked``: no rlimits in the worker, no /proc sweep), a worker once grew to
+2.9 GB and 91 processes it started in sessions of their own outlived the grading. The tree
+watch (POSIX) and the Job Object (Windows) bound both. The watch runs here for real; the Job
+Object only against a recording stand-in for the Windows API: what it does on Windows is
+proven only by a run there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import REPO, blocked_environment
+
+from graders.sandbox import containment
+from graders.sandbox.containment import (
+    JOB_OBJECT_LIMIT_ACTIVE_PROCESS,
+    JOB_OBJECT_LIMIT_JOB_MEMORY,
+    JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    JOB_PROCESSES,
+    ExtendedLimits,
+    JobObject,
+    ProcessRow,
+    TreeWatch,
+    contain,
+    process_table,
+    tree,
+)
+
+#: Grows by 50 MB every 20 ms, or starts processes that move to sessions of their own.
+GREEDY = textwrap.dedent("""
+    import os, time
+
+    def grow(mb):
+        chunks = []
+        for _ in range(mb // 50):
+            chunks.append(bytearray(50 * 1024 * 1024))
+            time.sleep(0.02)
+        return len(chunks)
+
+    def escape(n, pidfile):
+        pids = []
+        for _ in range(n):
+            pid = os.fork()
+            if pid == 0:
+                os.setsid()
+                time.sleep(120)
+                os._exit(0)
+            pids.append(pid)
+        with open(pidfile, "w") as stream:
+            stream.write(" ".join(map(str, pids)))
+        return len(pids)
+
+    def ok():
+        return 1
+""")
+
+
+def alive(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/stat")
+    try:
+        return ") Z " not in status.read_text()
+    except OSError:
+        return False
+
+
+# --- the process table and the tree ------------------------------------------------------------
+
+
+def row(pid: int, ppid: int, pgid: int, rss: int = 0) -> ProcessRow:
+    return ProcessRow(pid, ppid, pgid, rss, f"start-{pid}")
+
+
+def test_a_tree_is_the_worker_its_descendants_and_its_process_group() -> None:
+    rows = [row(1, 0, 1), row(10, 1, 10),  # the worker, head of its group
+            row(11, 10, 11), row(12, 11, 12),  # a child in a session of its own, its child
+            row(13, 1, 10),  # orphaned, still in the worker's group
+            row(20, 1, 20), row(21, 20, 20)]  # someone else
+    table = {r.pid: r for r in rows}
+    assert tree(10, table) == {10, 11, 12, 13}
+    assert tree(99, table) == set()
+
+
+def test_the_process_table_is_read_from_ps_with_this_process_in_it() -> None:
+    table = process_table()
+    assert table is not None
+    me = table[os.getpid()]
+    assert (me.ppid, me.pgid) == (os.getppid(), os.getpgid(0))
+    assert me.rss_bytes > 10 * 1024**2
+    assert me.started
+
+
+def test_a_watch_kills_a_tree_past_its_memory_bound_and_says_why() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             start_new_session=True)
+    try:
+        watch = TreeWatch(child.pid, memory_bytes=1024, interval_s=60)  # looks only when told
+        watch.look()
+        assert child.wait(timeout=10) < 0
+        assert "more than 0 MiB of memory" in watch.reason
+        watch.close()
+    finally:
+        child.kill()
+
+
+def test_a_watch_kills_at_close_a_process_that_left_the_tree(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    script = ("import os, subprocess, sys, time\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); "
+              "time.sleep(60)'])\n"
+              f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+              "time.sleep(60)\n")
+    worker = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    watch = TreeWatch(worker.pid, memory_bytes=2**40, interval_s=0.1)
+    try:
+        deadline = time.monotonic() + 20
+        while not pidfile.exists() or not pidfile.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        escaped = int(pidfile.read_text())
+        time.sleep(0.5)  # seen by the watch
+        worker.kill()  # its child, in a session of its own, is now an orphan
+        worker.wait()
+        watch.close()
+        deadline = time.monotonic() + 5
+        while alive(escaped) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(escaped)
+    finally:
+        worker.kill()
+
+
+# --- the portable runner, on a system without the POSIX-only modules ---------------------------
+
+
+def run_blocked(code: str) -> Any:
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                               env=blocked_environment(), capture_output=True, text=True,
+                               timeout=300, check=False, cwd=REPO)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def test_the_portable_runner_bounds_a_workers_memory(tmp_path: Path) -> None:
+    (tmp_path / "serving.py").write_text(GREEDY, encoding="utf-8")
+    status, message, elapsed, after, portable, rlimits = run_blocked(f"""
+        import json, time
+        from pathlib import Path
+        from graders.sandbox.runner import Limits, StudentRunner
+        limits = Limits(call_timeout_s=60.0, address_space_bytes=600 * 1024**2)
+        with StudentRunner(Path({str(tmp_path / "serving.py")!r}).read_bytes(),
+                           limits=limits) as runner:
+            started = time.monotonic()
+            outcome = runner.call("grow", (4000,))
+            elapsed = time.monotonic() - started
+            after = runner.call("ok").value
+            print(json.dumps([outcome.status, outcome.message, elapsed, after,
+                              runner.portable, runner.protections.rlimits]))
+    """)
+    assert (portable, rlimits) == (True, False)  # no rlimit bounds it: the watch does
+    assert status == "crashed"
+    assert message == "the worker was stopped: its processes used more than 600 MiB of memory"
+    assert elapsed < 30  # 4 GB would take 1.6 s more than 600 MB, and never 60 s
+    assert after == 1  # a fresh worker serves the next call
+
+
+def test_no_process_of_the_portable_runners_worker_survives_it(tmp_path: Path) -> None:
+    (tmp_path / "serving.py").write_text(GREEDY, encoding="utf-8")
+    pidfile = tmp_path / "pids"
+    started = run_blocked(f"""
+        import json
+        from pathlib import Path
+        from graders.sandbox.runner import Limits, StudentRunner
+        with StudentRunner(Path({str(tmp_path / "serving.py")!r}).read_bytes(),
+                           limits=Limits(call_timeout_s=30.0)) as runner:
+            print(json.dumps(runner.call("escape", (20, {str(pidfile)!r})).value))
+    """)
+    assert started == 20
+    pids = [int(pid) for pid in pidfile.read_text().split()]
+    deadline = time.monotonic() + 5
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [pid for pid in pids if alive(pid)]
+    for pid in survivors:
+        os.kill(pid, 9)
+    assert survivors == []
+
+
+# --- the Job Object, against a stand-in for the Windows API ------------------------------------
+
+
+class FakeKernel32:
+    """Records the calls a JobObject makes; ``failing`` names one that returns 0."""
+
+    def __init__(self, failing: str = "") -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.limits: ExtendedLimits | None = None
+        self.failing = failing
+
+    def _record(self, name: str, *args: Any) -> int:
+        self.calls.append((name, args))
+        return 0 if name == self.failing else {"CreateJobObjectW": 0x70,
+                                                "OpenProcess": 0x80}.get(name, 1)
+
+    def CreateJobObjectW(self, *args: Any) -> int:  # noqa: N802 - the Windows API's names
+        return self._record("CreateJobObjectW", *args)
+
+    def SetInformationJobObject(self, job: int, kind: int, info: Any,  # noqa: N802
+                                size: int) -> int:
+        self.limits = ExtendedLimits.from_buffer_copy(
+            ctypes.string_at(ctypes.addressof(info._obj), size))
+        return self._record("SetInformationJobObject", job, kind, size)
+
+    def OpenProcess(self, *args: Any) -> int:  # noqa: N802
+        return self._record("OpenProcess", *args)
+
+    def AssignProcessToJobObject(self, *args: Any) -> int:  # noqa: N802
+        return self._record("AssignProcessToJobObject", *args)
+
+    def TerminateJobObject(self, *args: Any) -> int:  # noqa: N802
+        return self._record("TerminateJobObject", *args)
+
+    def CloseHandle(self, *args: Any) -> int:  # noqa: N802
+        return self._record("CloseHandle", *args)
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+
+def test_a_job_object_caps_the_jobs_memory_and_processes_and_kills_them_on_close() -> None:
+    kernel32 = FakeKernel32()
+    job = JobObject(4242, 600 * 1024**2, kernel32=kernel32)
+    assert kernel32.names() == ["CreateJobObjectW", "SetInformationJobObject", "OpenProcess",
+                                "AssignProcessToJobObject", "CloseHandle"]
+    assert kernel32.calls[2][1][2] == 4242  # the worker, opened by its pid
+    assert kernel32.calls[3][1] == (0x70, 0x80)  # assigned to the job
+    assert kernel32.calls[4][1] == (0x80,)  # the process handle closed, the job kept
+    limits = kernel32.limits
+    assert limits is not None
+    flags = limits.BasicLimitInformation.LimitFlags
+    for flag in (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, JOB_OBJECT_LIMIT_JOB_MEMORY,
+                 JOB_OBJECT_LIMIT_ACTIVE_PROCESS):
+        assert flags & flag
+    assert limits.JobMemoryLimit == 600 * 1024**2
+    assert limits.BasicLimitInformation.ActiveProcessLimit == JOB_PROCESSES
+    job.close()
+    job.close()  # once only
+    assert kernel32.names()[5:] == ["TerminateJobObject", "CloseHandle"]
+    assert kernel32.calls[5][1][0] == kernel32.calls[6][1][0] == 0x70
+
+
+def test_the_extended_limits_have_the_windows_layout_on_64_bits() -> None:
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        pytest.skip("the documented sizes are those of 64-bit Windows")
+    assert ctypes.sizeof(ExtendedLimits) == 144  # sizeof(JOBOBJECT_EXTENDED_LIMIT_INFORMATION)
+
+
+@pytest.mark.parametrize("failing", ["SetInformationJobObject", "OpenProcess",
+                                     "AssignProcessToJobObject"])
+def test_a_job_object_that_cannot_hold_the_worker_is_closed_and_said(failing: str) -> None:
+    kernel32 = FakeKernel32(failing)
+    with pytest.raises(OSError, match=failing):
+        JobObject(4242, 1024, kernel32=kernel32)
+    assert kernel32.names()[-2:] == ["TerminateJobObject", "CloseHandle"]
+
+
+def test_on_windows_the_worker_is_contained_by_a_job_object(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel32 = FakeKernel32()
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(containment, "_kernel32", lambda: kernel32)
+    found = contain(4242, 1024)
+    assert isinstance(found, JobObject)
+    assert "AssignProcessToJobObject" in kernel32.names()
