@@ -9,7 +9,8 @@ network, IPC, UTS and cgroup namespaces, on a root of its own that holds only:
 - read-write: one tmpfs of ``space_bytes`` at :data:`SPACE` (``/tmp``), holding the box
   (with the copy of ``serving.py``, passed as a descriptor, never as a host path) at its
   host path, or linked there; ``/var/tmp`` is a link to it;
-- a private ``/proc`` (its own processes only) and a minimal ``/dev``.
+- a private ``/proc`` (its own processes only) and a minimal ``/dev``; the sandbox's
+  root and ``/dev`` are read-only, so the tmpfs is all the worker can write.
 
 Nothing else exists there: no home folder, ``/root``, ``/srv``, ``/opt``, ``/work``,
 project checkout, class folder, output folder or grader cache. Its only network
@@ -149,6 +150,9 @@ def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[P
     command += ["--perms", "0700", "--dir", str(inside)]
     if inside != box:
         command += ["--symlink", str(inside), str(box)]
+    # the sandbox's own root and /dev are tmpfs of the worker's: read-only once built, so
+    # that the bounded tmpfs is all the space it can write
     command += ["--perms", "0600", "--file", str(submission_fd),
-                str(inside / submission_name), "--chdir", str(box), "--", *worker]
+                str(inside / submission_name), "--remount-ro", "/dev", "--remount-ro", "/",
+                "--chdir", str(box), "--", *worker]
     return command

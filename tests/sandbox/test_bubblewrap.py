@@ -239,6 +239,17 @@ def test_the_workers_writable_space_is_bounded(confined: StudentRunner) -> None:
     assert TEMP_SPACE_BYTES - 8 * MIB < written <= TEMP_SPACE_BYTES
 
 
+def test_the_bounded_tmpfs_is_all_the_worker_can_write(confined: StudentRunner) -> None:
+    """The sandbox's own root and /dev are tmpfs of bwrap's: read-only, or the worker
+    could fill memory there past every bound."""
+    outside = ["/unbounded", "/dev/unbounded", "/dev/shm/unbounded", "/var/unbounded",
+               str(confined._runtime.parent / "unbounded")]  # noqa: SLF001
+    assert {path: value(confined.call("write", (path,))) for path in outside} == \
+        dict.fromkeys(outside, "EROFS")
+    assert value(confined.call("write", ("/dev/null",))) == "written"
+    assert value(confined.call("write", ("/var/tmp/inside",))) == "written"
+
+
 def test_regrade_needs_no_flag_where_workers_are_confined(sandbox_user: SandboxUser) -> None:
     assert confinement_gap(True) is None
 
