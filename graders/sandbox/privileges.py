@@ -32,6 +32,7 @@ from pathlib import Path
 from graders.errors import GraderFailure, SettingsError
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import (
+    GRADINGS_FOLDER,
     cache_folder,
     process_alive,
     remove_tree,
@@ -46,9 +47,6 @@ from graders.sandbox.runtime import publish_folder
 MAX_POOL_USERS = 64
 #: Where sandbox users' locks live (root-only); without /run, a folder in the temp folder.
 LOCK_FOLDER = Path("/run/serving-grader")
-#: Where gradings that drop privileges make their folders when the temporary folder is
-#: closed to the sandbox user (see :func:`grading_parent`).
-GRADINGS_FOLDER = LOCK_FOLDER.parent / "serving-grader-gradings"
 #: ``NAME:FD``: a lock on sandbox user NAME that the parent process holds for this one,
 #: passed down as descriptor FD (a regrade job's slot user, for its ``graders grade``).
 LOCK_VARIABLE = "SERVING_GRADER_SANDBOX_LOCK"

@@ -106,3 +106,22 @@ def test_with_the_privilege_drop_alone_a_correct_submission_imports_from_a_priva
             assert runner.import_error is None
     finally:
         user.release()
+
+
+@pytest.mark.usefixtures("root_only")
+def test_a_killed_gradings_box_there_is_removed_when_its_user_is_claimed_again() -> None:
+    user = claim_sandbox_user()
+    user.release()  # as a grading killed by SIGKILL leaves it: the box, and its user free
+    GRADINGS_FOLDER.mkdir(mode=0o711, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="serving-grader-", dir=GRADINGS_FOLDER))
+    box = root / "box"
+    box.mkdir(mode=0o700)
+    (box / "serving.py").write_text("a classmate's code")
+    for path in (box, box / "serving.py"):
+        os.chown(path, user.uid, user.gid)
+    try:
+        again = claim_sandbox_user(user.name)
+        again.release()
+        assert not box.exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
