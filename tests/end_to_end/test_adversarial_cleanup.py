@@ -8,8 +8,9 @@ namespaces of its own where the kernel allows them), and with the namespaces swi
 (a ``sitecustomize`` on PYTHONPATH makes ``namespace_support`` and ``bubblewrap_support``
 say no, as a kernel without them would): then only the grader's own clean-up stands between
 the submission and the machine; a regrade is then told to take that risk
-(``--allow-unconfined``). In both, every case must score exactly 100.0 with valid results, and leave nothing:
-no file, folder, process or IPC object of its sandbox user, nothing in its TMPDIR.
+(``--allow-unconfined``). In both, every case must score exactly 100.0 with valid results,
+and leave nothing: no file, folder, process or IPC object of its sandbox user, nothing in
+its TMPDIR.
 
 A class regrade of the deep folders with two correct classmates, and two concurrent
 gradings of the reader/killer and a correct submission, check that one grading's leftovers
