@@ -140,7 +140,8 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
                          help="skip histogram.png (needs matplotlib, the 'report' extra)")
     regrade.add_argument("--pages", action="store_true",
                          help="also write each student's HTML feedback page "
-                              "(submissions/<id>/feedback.html; about 0.3 s more each)")
+                              "(submissions/<id>/feedback.html; about 170 kB and 7 %% "
+                              "more grading time each)")
     regrade.add_argument("--names", action="store_true",
                          help="show submission names and links to their pages on the class "
                               "page and in report.json (default: counts and anonymous labels)")

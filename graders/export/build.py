@@ -34,8 +34,8 @@ from graders.versions import GRADING_PACKAGES, pinned_requirements
 TEMPLATES = Path(__file__).with_name("templates")
 #: Instructor-only parts of the ``graders`` package (sub-packages, or modules by their
 #: path in it), left out of the student bundle.
-INSTRUCTOR_ONLY = ("export", "regrade", "trackfiles/generate.py", "cli/tracks.py",
-                   "cli/reality.py")
+INSTRUCTOR_ONLY = ("export", "regrade", "trackfiles/generate.py", "trackfiles/sanity.py",
+                   "cli/tracks.py", "cli/reality.py")
 EXECUTABLE = 0o755
 #: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
 BUNDLED_NAMES = ("py.typed", "constraints.txt")

@@ -176,17 +176,30 @@ class WrittenPoints:
 
 
 def written_points(scores: Sequence[TestScore]) -> WrittenPoints:
-    """The points ``scores`` write: the total earned is the exact total rounded to the grid
-    (never above the maximum), shared among the tests by the largest-remainder method
-    (:func:`apportioned`), so that no test shows more than its maximum and the tests add
-    up to the total that every output prints."""
+    """The points ``scores`` write, group by group: the visible tests, then the others
+    (the shares :func:`scaled_maxima` gives first). A group's earned total is its exact
+    total rounded to the grid (never above its maximum), shared among its tests by the
+    largest-remainder method (:func:`apportioned`): no test shows more than its maximum,
+    the tests add up to the total every output prints, and a visible test is written the
+    same whether or not the hidden tests ran (a student bundle's grading and the official
+    one agree test by test)."""
     maxima = [on_grid(score.max_score) for score in scores]
-    total_maximum = sum(maxima, Fraction(0))
     exact = [min(max(score.earned, Fraction(0)), maximum)
              for score, maximum in zip(scores, maxima, strict=True)]
-    total_earned = min(on_grid(sum(exact, Fraction(0))), total_maximum)
-    earned = apportioned(exact, total_earned) if scores else []
-    return WrittenPoints(tuple(earned), tuple(maxima), total_earned, total_maximum)
+    earned = [Fraction(0)] * len(scores)
+    for visible in (True, False):
+        members = [index for index, score in enumerate(scores)
+                   if (score.visibility == "visible") == visible]
+        if not members:
+            continue
+        group_maximum = sum((maxima[index] for index in members), Fraction(0))
+        group_total = min(on_grid(sum((exact[index] for index in members), Fraction(0))),
+                          group_maximum)
+        for index, value in zip(members, apportioned([exact[index] for index in members],
+                                                     group_total), strict=True):
+            earned[index] = value
+    return WrittenPoints(tuple(earned), tuple(maxima), sum(earned, Fraction(0)),
+                         sum(maxima, Fraction(0)))
 
 
 def decimal_text(value: Fraction) -> str:

@@ -452,8 +452,9 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
             if printed and config.getoption("capture") != "no":  # -s showed it live
                 terminalreporter.write_sep(
                     "-", f"what serving.py printed while the {score.function} tests ran")
-                terminalreporter.write_line(for_terminal(shortened(printed.rstrip("\n"),
-                                                                   MAX_FEEDBACK_CHARS)))
+                for line in shortened(printed.rstrip("\n"), MAX_FEEDBACK_CHARS).split("\n"):
+                    # a gutter: no printed line can pass for the grader's (a forged TOTAL)
+                    terminalreporter.write_line(for_terminal(f"| {line}"))
             terminalreporter.write_line("")
         not_run = [score for score in scores if score.status == "not run"]
         if not_run:  # one line, not one block per test

@@ -24,6 +24,7 @@ from graders.grading.credit import (
 from graders.grading.scoring import TestScore, on_grid
 from graders.plugin.settings import Settings
 from graders.results.classroom import classroom_results
+from graders.results.essentials import essentials_html
 from graders.results.files import Reservation
 from graders.results.metadata import submission_extra
 from graders.results.reports import (
@@ -256,18 +257,20 @@ class GradingSession:
                                                budget=self.runner.budget)
         return self.hidden_runner
 
-    def summary(self) -> str:
-        """The top-level output of results.json: how grading went, and what the student's
-        code printed (the visible worker's only: the hidden one's never shows)."""
+    def _outcome_line(self) -> str:
+        """How grading went, the first part of results.json's top-level output."""
         if self.import_error:
-            lines = [self.import_error, "Every test fails until serving.py imports cleanly."]
-        else:
-            lines = ["Graded by the serving-lab grader. Each test lists its failed cases."]
+            return f"{self.import_error}\nEvery test fails until serving.py imports cleanly."
+        return "Graded by the serving-lab grader. Each test lists its failed cases."
+
+    def _printed(self) -> str:
+        """What the student's code printed (the visible worker's only: the hidden one's
+        never shows), the last part of results.json's top-level output."""
         printed = self.runner.output_summary()
-        if printed.total_bytes:
-            sentence = printed.sentence()
-            lines += [f"{sentence[:1].upper()}{sentence[1:]}; they follow.", printed.text]
-        return "\n".join(lines)
+        if not printed.total_bytes:
+            return ""
+        sentence = printed.sentence()
+        return f"{sentence[:1].upper()}{sentence[1:]}; they follow.\n{printed.text}"
 
     def final_results(self) -> Mapping[str, Any]:
         """The grading's final result, made once from the scores recorded so far: valid
@@ -309,11 +312,14 @@ class GradingSession:
                                           execution_time_s=time.monotonic() - self.started)
         scores = list(self.scores.values())
         partial = partial_run(scores)
-        summary = self.summary() if partial is None else f"{partial}\n{self.summary()}"
+        outcome = self._outcome_line() if partial is None else \
+            f"{partial}\n{self._outcome_line()}"
+        printed = self._printed()
+        summary = f"{outcome}\n{printed}" if printed else outcome
         try:
             document = gradescope_results(
                 scores, execution_time_s=time.monotonic() - self.started,
-                output=summary,
+                output=summary, output_html=essentials_html(scores, outcome, printed),
                 extra={"isolation": self.isolation(),
                        "protections": self.runner.protections.as_dict(),
                        "invariant_inputs_sha256": self.invariant_inputs.hexdigest(),

@@ -164,6 +164,10 @@ def _clusters(clusters: Sequence[Mapping[str, Any]], graded: int, *, names: bool
     return parts
 
 
+def _score(score: float | None) -> str:
+    return "no score" if score is None else f"{score:.2f}"
+
+
 def _students(students: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = ["<h2>Submissions</h2>", '<table id="students"><tr><th>submission</th>'
             "<th>names</th><th>status</th><th>score</th><th>page</th></tr>"]
@@ -173,6 +177,6 @@ def _students(students: Sequence[Mapping[str, Any]]) -> list[str]:
         rows.append(f"<tr><td>{for_html(student['submission'])}</td>"
                     f"<td>{for_html(student['names'])}</td>"
                     f"<td>{for_html(student['status'])}</td>"
-                    f"<td>{student['score']:.2f}</td><td>{link}</td></tr>")
+                    f"<td>{_score(student['score'])}</td><td>{link}</td></tr>")
     rows.append("</table>")
     return rows

@@ -20,7 +20,7 @@ from typing import Any
 from graders.escaping import escape_controls
 from graders.regrade.clusters import Cluster
 from graders.regrade.job import PAGE_NAME
-from graders.regrade.report import GradedSubmission
+from graders.regrade.report import SCORED, GradedSubmission
 
 KEY_NAME = ".anonymous-labels.key"
 
@@ -80,7 +80,9 @@ def student_rows(entries: Sequence[GradedSubmission], pages: set[str]
     """Every submission with its names, status, score and page (only with ``--names``)."""
     return [{"submission": escape_controls(entry.id),
              "names": escape_controls("; ".join(p.name for p in entry.submitters)),
-             "status": entry.status, "score": entry.score,
+             "status": entry.status,
+             # a grader failure or a time-out has no score: None, never a 0
+             "score": entry.score if entry.status in SCORED else None,
              **({"page": page_link(entry.id)} if entry.id in pages else {})}
             for entry in entries]
 

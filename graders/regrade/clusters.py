@@ -25,11 +25,13 @@ cluster of the calling function too, whose hint names the root cause.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from graders.grading.checks import DEPENDS_ON
 from graders.regrade.mistakes import Mistake, parameter_names
 from graders.regrade.report import GradedSubmission, function_of, track_of
 
@@ -210,11 +212,33 @@ def matches(mistake: Mistake, function: str, kept: Sequence[Mapping[str, Any]]) 
 
 
 def _label(found: Cluster, catalogue: Sequence[Mistake]) -> tuple[str, str]:
+    """(catalogue id, label): the first entry that matches; else, for a knock-on, the
+    function to fix first (and its catalogued error, when the errors match one); else
+    "not implemented yet" when every kept call said so; else nothing."""
     kept = [case for _, case in found.kept]
     for mistake in catalogue:
         if matches(mistake, found.function, kept):
             return mistake.id, mistake.label
+    callees = _callees(found.function)
+    for mistake in catalogue:
+        if mistake.function in callees and mistake.error and matches(
+                replace(mistake, function=found.function), found.function, kept):
+            return "", f"knock-on of {mistake.label} (in {mistake.function})"
+    root = _ROOT_CAUSE.search(found.hint)
+    if root is not None:
+        return "", f"knock-on of a wrong {root.group(1)}: fix it first"
     errors = [case.get("error") for case in kept]
     if errors and all(error == NOT_IMPLEMENTED for error in errors):
         return "", "not implemented yet"
     return "", ""
+
+
+_ROOT_CAUSE = re.compile(r"^your \w+ uses your .*: fix (\w+) first$")
+
+
+def _callees(function: str) -> list[str]:
+    """The contract functions ``function`` calls, directly or not (per the lab)."""
+    chain = [function]
+    while DEPENDS_ON.get(chain[-1]):
+        chain.append(DEPENDS_ON[chain[-1]][0])
+    return chain[1:]

@@ -81,7 +81,8 @@ def run_regrade(args: argparse.Namespace) -> int:
     refusal = needs_linux("regrade")  # job-slot locks, the /proc sweep, the privilege drop
     if refusal is not None:
         raise GraderError(refusal)
-    root, out = Path(args.submissions), Path(args.out)
+    # absolute once, here: the slots' grading processes run in folders of their own
+    root, out = Path(args.submissions).absolute(), Path(args.out).absolute()
     # refused before anything: a link, a file, a folder of another user or one that others
     # can write (see graders.results.files); a missing one is made below, and checked again
     check_output_folder(out, "--out", create=False, allow_link=False)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from graders.sandbox.cleanup import kill_session
+from graders.sandbox.limits import MAX_WAIT_S
 
 #: Gradings one process runs before it is replaced by a fresh one.
 JOBS_PER_PROCESS = 100
@@ -107,8 +108,11 @@ class GradingProcess:
             selector.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not selector.select(remaining):
+                if remaining <= 0:
                     return None
+                # waits of at most MAX_WAIT_S: any --timeout, even past epoll's 2**31 ms
+                if not selector.select(min(remaining, MAX_WAIT_S)):
+                    continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     return b""

@@ -44,11 +44,14 @@ def _plain(value: Any) -> Any:
 
 
 def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
-                       output: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                       output: str, extra: Mapping[str, Any] | None = None,
+                       output_html: str | None = None) -> dict[str, Any]:
     """A results.json document in Gradescope's format, with the points every output writes
     (:func:`graders.grading.scoring.written_points`: the tests add up to the score, the
     maxima to the maximum); every text escaped for :data:`OUTPUT_FORMAT`, which each
-    output and name declares."""
+    output and name declares, but the top-level output when ``output_html`` (HTML whose
+    every text is already escaped, see :mod:`graders.results.essentials`) replaces it in
+    the ``html`` format."""
     points = written_points(scores)
     tests = []
     for number, (score, earned, maximum) in enumerate(
@@ -73,8 +76,9 @@ def gradescope_results(scores: Sequence[TestScore], *, execution_time_s: float,
     return {
         "score": rounded(points.total_earned),
         "execution_time": round(execution_time_s, 3),
-        "output": for_gradescope(output, OUTPUT_FORMAT),
-        "output_format": OUTPUT_FORMAT,
+        "output": for_gradescope(output, OUTPUT_FORMAT) if output_html is None
+        else output_html,
+        "output_format": OUTPUT_FORMAT if output_html is None else "html",
         "test_output_format": OUTPUT_FORMAT,
         "test_name_format": OUTPUT_FORMAT,
         "stdout_visibility": "hidden",

@@ -116,8 +116,11 @@ class TreeWatch:
 
     def __init__(self, pid: int, memory_bytes: int, *,
                  table: Callable[[], dict[int, ProcessRow] | None] = process_table,
-                 interval_s: float = WATCH_INTERVAL_S) -> None:
+                 interval_s: float = WATCH_INTERVAL_S,
+                 unreaped: Callable[[], bool] | None = None) -> None:
         self.pid = pid
+        #: Whether ``pid`` is the grader's child and not reaped yet (so still its own).
+        self._unreaped = unreaped
         self.memory_bytes = memory_bytes
         self.reason = ""
         self._table = table
@@ -156,6 +159,11 @@ class TreeWatch:
         self._stopped.set()
         with contextlib.suppress(Exception), self._lock:
             frozen: set[int] = set()
+            if self._unreaped is not None and self._unreaped():
+                # the worker first, without a look (one less ps): its pid is still its own
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGSTOP)
+                frozen.add(self.pid)
             table = None
             for _ in range(FREEZE_ROUNDS):
                 table = self._table()
@@ -165,10 +173,11 @@ class TreeWatch:
                     pid for pid, started in self._seen.items()
                     if pid in table and table[pid].started == started}
                 members.discard(os.getpid())
+                for pid in members & table.keys():
+                    self._seen[pid] = table[pid].started
                 if not members - frozen:
                     break
                 for pid in members - frozen:
-                    self._seen[pid] = table[pid].started
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGSTOP)
                 frozen |= members
@@ -299,15 +308,16 @@ def _kernel32() -> Any:
     return kernel32
 
 
-def contain(pid: int, memory_bytes: int) -> Containment | None:
-    """The bound of the portable path for the worker ``pid``: a Job Object on Windows, a
-    tree watch where ``ps`` runs, None where neither can be had (the worker is then bounded
-    by its per-call deadline and its process-tree kill only)."""
+def contain(process: subprocess.Popen[bytes], memory_bytes: int) -> Containment | None:
+    """The bound of the portable path for the worker ``process``: a Job Object on Windows,
+    a tree watch where ``ps`` runs, None where neither can be had (the worker is then
+    bounded by its per-call deadline and its process-tree kill only)."""
     if sys.platform == "win32":
         try:
-            return JobObject(pid, memory_bytes)
+            return JobObject(process.pid, memory_bytes)
         except OSError:
             return None
     if shutil.which("ps") is None:
         return None
-    return TreeWatch(pid, memory_bytes)
+    return TreeWatch(process.pid, memory_bytes,
+                     unreaped=lambda: process.returncode is None)

@@ -3,10 +3,11 @@
 :func:`interruptible` turns the first SIGTERM or SIGINT into :class:`GradingInterrupted` (a
 ``KeyboardInterrupt``, so pytest ends the run as it does for Ctrl-C and its hooks still run)
 and ignores any later one until the grading is over, so that stopping the workers and
-removing their folders is never cut short. :func:`deferred_signals` holds both signals back
+removing their folders is never cut short. :func:`deferred_signals` holds the interrupt back
 through a clean-up that must finish (a folder made and not yet owned by anything that
-removes it, a tree half removed); they are delivered when it ends. Where signals cannot be
-blocked (Windows), it does nothing.
+removes it, a tree half removed): it is raised when the clean-up ends. Both work in the
+Python handler, which always runs in the main thread (blocking the signal there would not
+do: the kernel gives it to another thread, and Python handles it at once).
 """
 
 from __future__ import annotations
@@ -69,6 +70,26 @@ class Interruption:
             interrupted_by(error)
 
 
+class _Interrupt:
+    """The handler :func:`interruptible` installs: it raises :class:`GradingInterrupted`
+    on the first signal, or, within :func:`deferred_signals`, when the clean-up ends."""
+
+    def __init__(self, received: Interruption) -> None:
+        self.received = received
+        self.deferring = 0
+
+    def __call__(self, number: int, frame: FrameType | None) -> None:
+        for each in INTERRUPTING:  # later signals are ignored: the clean-up must finish
+            signal.signal(each, signal.SIG_IGN)
+        self.received.signal_number = number
+        if not self.deferring:
+            raise GradingInterrupted(number)
+
+    def raise_pending(self) -> None:
+        if not self.deferring and self.received.signal_number is not None:
+            raise GradingInterrupted(self.received.signal_number)
+
+
 @contextlib.contextmanager
 def interruptible() -> Iterator[Interruption]:
     """Within: SIGTERM and SIGINT raise :class:`GradingInterrupted`, once; after the first,
@@ -80,32 +101,29 @@ def interruptible() -> Iterator[Interruption]:
         yield received
         return
     previous = {number: signal.getsignal(number) for number in INTERRUPTING}
-
-    def interrupt(number: int, frame: FrameType | None) -> None:
-        for each in INTERRUPTING:
-            signal.signal(each, signal.SIG_IGN)
-        received.signal_number = number
-        raise GradingInterrupted(number)
-
+    handler = _Interrupt(received)
     for number in INTERRUPTING:
-        signal.signal(number, interrupt)
+        signal.signal(number, handler)
     try:
         yield received
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+        for number, before in previous.items():
+            signal.signal(number, before if before is not None else signal.SIG_DFL)
 
 
 @contextlib.contextmanager
 def deferred_signals() -> Iterator[None]:
-    """Hold SIGTERM and SIGINT back within the block (a clean-up that must not stop half
-    way); a signal that came meanwhile is handled when the block ends."""
-    block = getattr(signal, "pthread_sigmask", None)
-    if block is None or not INTERRUPTING:
+    """Within :func:`interruptible`, hold an interrupt back through a clean-up that must not
+    stop half way: a signal that comes meanwhile is raised when the (outermost) block ends,
+    unless the block raises first. Elsewhere (no such handler, another thread), nothing."""
+    handler = signal.getsignal(INTERRUPTING[0]) if INTERRUPTING else None
+    if not isinstance(handler, _Interrupt) or \
+            threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = block(signal.SIG_BLOCK, INTERRUPTING)
+    handler.deferring += 1
     try:
         yield
     finally:
-        block(signal.SIG_SETMASK, previous)
+        handler.deferring -= 1
+    handler.raise_pending()

@@ -7,6 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+#: The longest single wait (in a selector or a queue): a longer deadline is waited for in
+#: several of them, since an epoll timeout, for one, overflows past 2**31 - 1 ms.
+MAX_WAIT_S = 3600.0
 #: The sandbox user name that means "a free user of the pool serving-sandbox-1 to -64".
 DEFAULT_SANDBOX_USER = "serving-sandbox"
 

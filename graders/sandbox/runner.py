@@ -12,6 +12,13 @@ buffer, and whatever the submission writes to stdout or stderr goes into a pipe 
 runner drains into a bounded :class:`OutputSink` (the first part kept for feedback, the
 rest counted and dropped), so that output never fails a call or changes a score.
 
+No reply can break the protocol: a line that is not JSON, for whatever reason, or that
+nests deeper than :data:`MAX_REPLY_DEPTH`, is a bad reply for its call (:func:`parse_reply`).
+Every read and write has a deadline: requests are never written in a way that waits (a
+non-blocking pipe whose backlog is written while a reply is awaited, under its deadline;
+a writer thread on the portable path), and every wait is cut into slices of at most
+:data:`MAX_WAIT_S`, so that any deadline, however long, can be waited for.
+
 Where the hardened path is unavailable (Windows, macOS, or a system without the POSIX-only
 modules or /proc: see :mod:`graders.sandbox.platforms`), the same runner takes its portable
 path: the worker's stdout and stderr are plain pipes read by two threads (the replies into
@@ -56,6 +63,7 @@ from graders.sandbox.confinement import (
 )
 from graders.sandbox.containment import Containment, contain
 from graders.sandbox.interrupts import deferred_signals
+from graders.sandbox.limits import MAX_WAIT_S
 from graders.sandbox.limits import Limits as Limits  # part of the runner's interface
 from graders.sandbox.privileges import (
     TOKEN_VARIABLE,
@@ -160,9 +168,6 @@ IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES
 #: Seconds the portable path waits, after a worker is killed, for its output thread to
 #: take in what the worker wrote before it died.
 OUTPUT_JOIN_S = 1.0
-#: The longest single wait (in a selector or a queue): a longer deadline is waited for in
-#: several of them, since an epoll timeout, for one, overflows past 2**31 - 1 ms.
-MAX_WAIT_S = 3600.0
 #: The deepest nesting of lists and objects a reply may hold. An honest reply is a few
 #: levels deep (the worker cuts values at depth 3); a deeper one is a bad reply, never
 #: data the grader walks through recursively.
@@ -726,7 +731,7 @@ class StudentRunner:
             )
             worker = self._read_in_threads(process)
             # before the worker reads its first request: nothing of the student's runs yet
-            worker.containment = contain(process.pid, self.limits.address_space_bytes)
+            worker.containment = contain(process, self.limits.address_space_bytes)
             worker.requests = self._write_in_thread(process)
         else:
             with open(self._log_path, "ab") as log:

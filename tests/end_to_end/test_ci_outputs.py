@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from fractions import Fraction
@@ -94,6 +95,24 @@ def test_the_classroom_file_matches_results_json(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     by_name = {t["name"]: t["score"] for t in load(results)["tests"]}
     assert {t["name"]: t["score"] for t in load(classroom)["tests"]} == by_name
+
+
+# --- Gradescope's top-level output -------------------------------------------------------------
+
+
+def test_gradescope_students_see_the_table_and_first_failed_case_as_html(
+        tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    run = graders("grade", BUGGY, "--results", results, "-q")
+    assert run.returncode == 0, run.stderr
+    document = load(results)
+    assert (document["output_format"], document["test_output_format"]) == ("html", "text")
+    output = document["output"]
+    assert "<strong>Score by function</strong>" in output
+    assert re.search(r"\nqueueing_latency +18\.00 +21\.00  11\n", output), output
+    assert "<strong>First failed case</strong> (queueing_latency matches" in output
+    assert "case 'load 95% of capacity': queueing_latency(arrival_qps=304.0" in output
+    assert "slo_ok: expected False, got True - wrong value" in output
 
 
 # --- JUnit XML -------------------------------------------------------------------------------

@@ -46,7 +46,8 @@ def fresh_clone(target: Path) -> Path:
 def test_the_guide_has_the_commands_the_issue_names() -> None:
     script = "\n".join(shell_blocks(GUIDE.read_text(encoding="utf-8")))
     for command in ("graders tracks check", "graders tracks show", "graders tracks new",
-                    "graders export gradescope", "graders export student", "graders regrade"):
+                    "graders export gradescope", "graders export student", "graders regrade",
+                    "graders reality table"):
         assert command in script, command
 
 
@@ -75,3 +76,11 @@ def test_the_guide_runs_as_written_on_a_fresh_clone(tmp_path: Path) -> None:
         rows = list(csv.DictReader(handle))
     submissions = [p for p in CORPUS.iterdir() if p.is_dir()]
     assert len(rows) == len(submissions)
+    assert {row["status"] for row in rows} == {"graded"}
+    # the class page names each catalogued corpus bug, with --names as the guide asks
+    report = json.loads((clone / "dist" / "regrade" / "report.json").read_text(encoding="utf-8"))
+    labelled = {(c["function"], c["mistake"]): c["members"] for c in report["clusters"]}
+    assert labelled[("batching_tax", "natural-log")] == ["batching_natural_log"]
+    assert labelled[("erlang_c", "erlang-c-textbook")] == ["erlang_c_textbook"]
+    page = (clone / "dist" / "regrade" / "class.html").read_text(encoding="utf-8")
+    assert "a natural log where the lab uses log2" in page

@@ -181,7 +181,8 @@ def test_the_student_readme_lists_the_tracks_the_bundle_holds(bundle: Path) -> N
     labels = [load_track(path).label for path in sorted((bundle / "tracks").glob("*.toml"))]
     assert f"{len(labels)} deployment tracks of `tracks/` ({', '.join(labels)})" in " ".join(
         readme.split())
-    for instructor_only in ("regrade", "export", "cli/tracks.py", "trackfiles/generate.py"):
+    for instructor_only in ("regrade", "export", "cli/tracks.py", "trackfiles/generate.py",
+                            "trackfiles/sanity.py"):
         assert not (bundle / "graders" / instructor_only).exists(), instructor_only
     assert (bundle / "graders" / "cli" / "grade.py").is_file()  # the check can fail
 

@@ -462,8 +462,14 @@ def test_the_buggy_page_carries_the_feedback_of_its_failed_tests(
     failed = [t for t in document["tests"] if t["status"] == "failed"]
     assert failed
     for test in failed:
-        if test["visibility"] == "visible":
-            assert f"<pre>{html_escape(test['output'].strip())}</pre>" in page
+        if test["visibility"] == "visible":  # uncut on the page: results.json's and more
+            shown = [line for line in test["output"].strip().splitlines()
+                     if not line.startswith("... and ") and "[cut: " not in line]
+            block = re.search(rf"<pre>{re.escape(html_escape(shown[0]))}\n.*?</pre>", page,
+                              re.DOTALL)
+            assert block is not None, test["name"]
+            for line in shown:
+                assert html_escape(line) in block.group(0), line
         else:
             assert html_escape(test["name"]) in page
             assert html_escape(test["output"]) not in page
@@ -516,6 +522,8 @@ def test_the_page_in_headless_chromium(graded: dict[str, tuple[Path, dict[str, A
             page.on("request", lambda request: requests.append(request.url))
             page.goto(path.as_uri(), wait_until="load")
             score = page.locator("#score").inner_text()
+            track_heading = page.locator("table.by-track th").first.inner_text()
+            feedback = page.locator("body").inner_text()
             exact = page.locator("#score").get_attribute("data-score")
             images = page.eval_on_selector_all(
                 "img[data-function]", "els => els.map(e => [e.dataset.function, "
@@ -526,6 +534,9 @@ def test_the_page_in_headless_chromium(graded: dict[str, tuple[Path, dict[str, A
     print(f"screenshot of the {name} page: {screenshot}")  # noqa: T201
     assert problems == []
     assert all(url.startswith(("file:", "data:")) for url in requests), requests
+    assert track_heading == "track (per-track tests only)"
+    assert "more failed cases" not in feedback  # the page cuts nothing
+    assert "[cut: " not in feedback
     assert score == f"{document['score']:.2f}"  # shown as everywhere else, 2 decimals
     assert exact is not None
     assert float(exact) == document["score"]  # and exactly, for tools

@@ -151,5 +151,6 @@ def test_case_inputs_name_tracks_and_models_in_the_lab_s_terms() -> None:
 
 
 def test_the_student_bundle_leaves_out_the_instructor_commands() -> None:
-    for part in ("export", "regrade", "cli/tracks.py", "trackfiles/generate.py"):
+    for part in ("export", "regrade", "cli/tracks.py", "trackfiles/generate.py",
+                 "trackfiles/sanity.py"):
         assert part in INSTRUCTOR_ONLY

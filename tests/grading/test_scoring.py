@@ -159,21 +159,37 @@ def test_any_weights_and_total_give_grid_maxima_adding_up_exactly(
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, database=None)
-@given(st.lists(st.tuples(st.integers(0, 10**9), st.fractions(0, 1)), min_size=1,
-                max_size=80))
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.fractions(0, 1), st.booleans()),
+                min_size=1, max_size=80))
 def test_written_points_add_up_to_the_total_and_never_pass_a_maximum(
-        tests: list[tuple[int, Fraction]]) -> None:
-    scores = [score(f"t{i}", units * SCORE_UNIT).with_outcome("failed", fraction, "")
-              for i, (units, fraction) in enumerate(tests)]
+        tests: list[tuple[int, Fraction, bool]]) -> None:
+    scores = [score(f"t{i}", units * SCORE_UNIT,
+                    visibility="visible" if visible else "hidden").with_outcome(
+                        "failed", fraction, "")
+              for i, (units, fraction, visible) in enumerate(tests)]
     written = written_points(scores)
     assert sum(written.earned, Fraction(0)) == written.total_earned
     assert sum(written.maxima, Fraction(0)) == written.total_maximum
     assert all(0 <= earned <= maximum for earned, maximum in
                zip(written.earned, written.maxima, strict=True))
-    exact = sum((s.earned for s in scores), Fraction(0))
-    assert abs(written.total_earned - exact) <= SCORE_UNIT / 2
+    for visible in (True, False):  # each group's total is its exact total, rounded
+        group = [i for i, s in enumerate(scores) if (s.visibility == "visible") == visible]
+        exact = sum((scores[i].earned for i in group), Fraction(0))
+        assert abs(sum((written.earned[i] for i in group), Fraction(0)) - exact) \
+            <= SCORE_UNIT / 2
     for s, earned in zip(scores, written.earned, strict=True):
         assert abs(earned - s.earned) < SCORE_UNIT
+
+
+def test_a_visible_test_is_written_the_same_whether_or_not_hidden_tests_ran() -> None:
+    maxima = scaled_maxima({"a": 1, "b": 1, "c": 1, "h": 1}, 100,
+                           groups={"a": "visible", "b": "visible", "c": "visible",
+                                   "h": "other"})
+    visible = [score(name, maxima[name]).with_outcome("failed", Fraction(1, 3), "")
+               for name in "abc"]
+    hidden = score("h", maxima["h"], visibility="hidden").with_outcome(
+        "failed", Fraction(2, 7), "")
+    assert written_points([*visible, hidden]).earned[:3] == written_points(visible).earned
 
 
 @pytest.mark.parametrize(("text", "value"), [("100", Fraction(100)), ("33.333333",

@@ -100,10 +100,10 @@ def test_a_failed_test_shows_what_the_code_printed_during_it(
     result.stdout.fnmatch_lines([
         "queueing_latency matches * [[]cloud_fleet[]]: * cases failed *",
         "*- what serving.py printed while the queueing_latency tests ran -*",
-        "debug: arrival 8.0"])  # iphone's default load, asked with the first test's cases
+        "| debug: arrival 8.0"])  # iphone's default load, asked with the first test's cases
     section = feedback_section(result.stdout.str())
     assert section.count("what serving.py printed") == 1  # once: not for serve (passed)
-    assert section.count("debug: arrival 8.0\n") == 1
+    assert section.count("| debug: arrival 8.0\n") == 1
 
 
 def test_under_s_the_code_s_prints_show_live_and_not_again(pytester: pytest.Pytester) -> None:

@@ -173,3 +173,17 @@ def test_the_class_page_in_headless_chromium_without_network(
     assert box["width"] > 300
     assert student.endswith("/feedback.html")
     assert screenshot.stat().st_size > 10_000
+
+
+def test_a_relative_out_folder_grades_every_submission(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)  # sandbox users must reach their boxes below it, as root
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    (tmp_path / "class" / "alice" / "serving.py").write_bytes(
+        (CORPUS / "correct" / "serving.py").read_bytes())
+    run = subprocess.run([sys.executable, "-m", "graders", "regrade", "class", "--out", "out",
+                          "--no-histogram"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert run.returncode == 0, run.stderr
+    [row] = csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8"))
+    assert (row["status"], row["score"]) == ("graded", "100.0")
+    assert (tmp_path / "out" / "class.html").is_file()

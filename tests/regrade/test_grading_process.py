@@ -125,3 +125,16 @@ def test_the_process_is_replaced_after_its_share_of_jobs(
         process.stop()
     assert code == 0
     assert json.loads(results.read_text())["score"] == 100.0
+
+
+def test_a_timeout_longer_than_a_selector_can_wait_is_accepted(slot: Slot) -> None:
+    """2,147,484 s is past the 2**31 - 1 ms an epoll timeout can take (once an
+    OverflowError): the wait is made in slices."""
+    process = grading_process(slot)
+    try:
+        code, timed_out, results = grade_in(process, slot, CORPUS / "correct" / "serving.py",
+                                            "patient", timeout_s=2_147_484.0)
+    finally:
+        process.stop()
+    assert (code, timed_out) == (0, False)
+    assert json.loads(results.read_text())["score"] == 100.0

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from graders.regrade.classpage import build_class_page
-from graders.regrade.classview import anonymous_label, cluster_rows, label_key, with_classes
+from graders.regrade.classview import (
+    anonymous_label,
+    cluster_rows,
+    label_key,
+    student_rows,
+    with_classes,
+)
 from graders.regrade.clusters import cluster, signature
 from graders.regrade.mistakes import load_catalogue
 from graders.regrade.report import GradedSubmission, class_report, markdown
@@ -222,3 +228,25 @@ def test_report_md_lists_the_clusters_largest_first() -> None:
     assert "## Mistake clusters" in text
     assert f"| 3 | 50% | batching_tax | {found[0].label} | 8 % more per doubling of the " \
            f"batch | {anonymous_label(b'k', 'ann')} |" in text
+
+
+def test_a_grader_failure_has_no_score_on_the_class_page() -> None:
+    rows = student_rows(CLASS, set())
+    assert rows[-1] == {"submission": "gus", "names": "", "status": "grader_failed",
+                        "score": None}
+    page = build_class_page(with_classes(class_report(CLASS), [], rows), names=True)
+    assert "<td>gus</td><td></td><td>grader_failed</td><td>no score</td>" in page
+
+
+def test_a_knock_on_cluster_names_the_function_to_fix_first() -> None:
+    test = batching_test("iphone", math.log10)
+    test["output"] += ("\nyour batching_tax uses your queueing_latency, which is wrong for "
+                       "these inputs: fix queueing_latency first")
+    [found] = cluster([submission("kay", test)], load_catalogue())
+    assert (found.mistake, found.label) == (
+        "", "knock-on of a wrong queueing_latency: fix it first")
+    queueing = hidden_error("OverflowError")
+    queueing["tags"] = ["queueing_latency"]
+    [found] = cluster([submission("lou", queueing)], load_catalogue())
+    assert found.label == ("knock-on of textbook Erlang C (factorials and a ** c), which "
+                           "overflows on large fleets (in erlang_c)")
