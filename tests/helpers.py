@@ -134,6 +134,33 @@ def selected_cases(request: pytest.FixtureRequest, params: tuple[str, ...]) -> s
 KILL_GRACE_S = 2.0
 
 
+def ordinary_user(name: str) -> Any:
+    """The ordinary account ``name`` (a ``pwd`` entry), made with a home folder of mode 755
+    (Debian's default) if missing. Needs root."""
+    import pwd
+
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True)
+    entry = pwd.getpwnam(name)
+    Path(entry.pw_dir).chmod(0o755)
+    return entry
+
+
+def processes_of(uid: int) -> dict[int, str]:
+    """The live processes whose real uid is ``uid``: pid and command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if entry.name.isdigit() and int((entry / "status").read_text().split(
+                    "\nUid:")[1].split()[0]) == uid:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+                found[int(entry.name)] = command[:200].decode("utf-8", "replace")
+    return found
+
+
 def processes_marked(marker: str, *, command_line: bool = True) -> list[str]:
     """Live processes (but this one) whose working folder or environment contains
     ``marker``, or whose command line does unless ``command_line`` is false, as

@@ -138,6 +138,10 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
                          help="regrade every submission, even those already graded")
     regrade.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
     regrade.add_argument("--max-score", metavar="POINTS", help="total points of the suite")
+    regrade.add_argument("--allow-unconfined", action="store_true",
+                         help="grade even where the student's code cannot be confined (no "
+                              "user namespaces): it could then read and write your files, "
+                              "rewrite classmates' results and reach the network")
     regrade.add_argument("--no-histogram", action="store_true",
                          help="skip histogram.png (needs matplotlib, the 'report' extra)")
     regrade.add_argument("--pages", action="store_true",
