@@ -35,6 +35,7 @@ import pytest
 from graders.grading.scoring import TestScore
 from graders.sandbox.cleanup import cache_folder
 from graders.sandbox.runner import Limits
+from graders.versions import GRADING_PACKAGES
 
 # --- paths -----------------------------------------------------------------------------------
 
@@ -541,3 +542,50 @@ def chromium() -> str:
             pytest.fail(f"SERVING_GRADER_REQUIRE_BROWSER=1 but {reason}")
         pytest.skip(reason)
     return path
+
+
+# --- the grader as an ordinary user runs it --------------------------------------------------
+
+#: The ordinary account the tests make (with root) to run the grader as an instructor
+#: without root does.
+INSTRUCTOR = "serving-grader-test-instructor"
+#: The system's interpreter, which any user can run (the grader's own lies in /root).
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+#: The distributions a regrade imports (the grading ones and PyYAML).
+REGRADE_DISTRIBUTIONS = (*GRADING_PACKAGES, "pyyaml")
+
+
+def ordinary_regrade_unsupported() -> str | None:
+    """Why the grader cannot be run here as an ordinary, confined user (None when it can);
+    makes the user :data:`INSTRUCTOR` when missing."""
+    from graders.sandbox.confinement import bubblewrap_support
+
+    if not AS_ROOT:
+        return "making the ordinary user needs root (CI runs as root)"
+    if not SYSTEM_PYTHON.is_file():
+        return f"no {SYSTEM_PYTHON} for the ordinary user to run the grader with"
+    entry = ordinary_user(INSTRUCTOR)
+    return bubblewrap_support(entry.pw_uid, entry.pw_gid, True)
+
+
+def world_readable_install(folder: Path) -> str:
+    """The grader and its regrade dependencies, copied where any user can import them;
+    returns the PYTHONPATH that finds them."""
+    from graders.versions import distribution_closure
+
+    site, project = folder / "site", folder / "project"
+    for dist in distribution_closure(REGRADE_DISTRIBUTIONS):
+        for file in dist.files or ():
+            source = Path(str(dist.locate_file(file)))
+            if source.is_file() and "__pycache__" not in file.parts:
+                (site / file).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, site / file)
+    for name in ("graders", "reference", "tracks"):
+        shutil.copytree(REPO / name, project / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "pyproject.toml", project / "pyproject.toml")
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return f"{site}:{project}"
+
+

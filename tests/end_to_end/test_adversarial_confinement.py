@@ -42,16 +42,19 @@ from helpers import (
     AS_ROOT,
     CORPUS,
     CORPUS_EXPECTED,
+    INSTRUCTOR,
     KILL_GRACE_S,
     REPO,
+    SYSTEM_PYTHON,
     grade_case,
+    ordinary_regrade_unsupported,
     ordinary_user,
     processes_of,
+    world_readable_install,
 )
 
 from graders.sandbox.confinement import bubblewrap_support
 from graders.sandbox.privileges import worker_python
-from graders.versions import GRADING_PACKAGES, distribution_closure
 
 pytestmark = pytest.mark.slow
 
@@ -122,43 +125,9 @@ def test_a_disk_search_for_a_readable_grader_copy_earns_nothing(readable_copy: P
 # --- the ordinary user's regrade -------------------------------------------------------------
 
 REGRADE_CASE = "ordinary_user_regrade"
-INSTRUCTOR = "serving-grader-test-instructor"
-SYSTEM_PYTHON = Path("/usr/bin/python3")
 #: Where the attack knocks (KNOCKED_PORTS in its serving.py).
 KNOCKED_PORTS = range(47820, 47830)
 BUGGY = "variability_linear_cv"
-#: The distributions a regrade imports (the grading ones and PyYAML).
-REGRADE_DISTRIBUTIONS = (*GRADING_PACKAGES, "pyyaml")
-
-
-def ordinary_regrade_unsupported() -> str | None:
-    if not AS_ROOT:
-        return "making the ordinary user needs root (CI runs as root)"
-    if not SYSTEM_PYTHON.is_file():
-        return f"no {SYSTEM_PYTHON} for the ordinary user to run the grader with"
-    entry = ordinary_user(INSTRUCTOR)
-    return bubblewrap_support(entry.pw_uid, entry.pw_gid, True)
-
-
-def world_readable_install(folder: Path) -> str:
-    """The grader and its regrade dependencies, copied where any user can import them;
-    returns the PYTHONPATH that finds them."""
-    site, project = folder / "site", folder / "project"
-    for dist in distribution_closure(REGRADE_DISTRIBUTIONS):
-        for file in dist.files or ():
-            source = Path(str(dist.locate_file(file)))
-            if source.is_file() and "__pycache__" not in file.parts:
-                (site / file).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, site / file)
-    for name in ("graders", "reference", "tracks"):
-        shutil.copytree(REPO / name, project / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(REPO / "pyproject.toml", project / "pyproject.toml")
-    for path in [folder, *folder.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return f"{site}:{project}"
-
-
 @pytest.fixture
 def knocked() -> Iterator[socket.socket]:
     """The server the attack knocks on, on the host's loopback."""
