@@ -35,6 +35,7 @@ import pytest
 from graders.grading.scoring import TestScore
 from graders.sandbox.cleanup import cache_folder
 from graders.sandbox.runner import Limits
+from graders.versions import GRADING_PACKAGES
 
 # --- paths -----------------------------------------------------------------------------------
 
@@ -132,6 +133,33 @@ def selected_cases(request: pytest.FixtureRequest, params: tuple[str, ...]) -> s
 
 #: Seconds to wait for SIGKILLed processes to disappear from /proc.
 KILL_GRACE_S = 2.0
+
+
+def ordinary_user(name: str) -> Any:
+    """The ordinary account ``name`` (a ``pwd`` entry), made with a home folder of mode 755
+    (Debian's default) if missing. Needs root."""
+    import pwd
+
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True)
+    entry = pwd.getpwnam(name)
+    Path(entry.pw_dir).chmod(0o755)
+    return entry
+
+
+def processes_of(uid: int) -> dict[int, str]:
+    """The live processes whose real uid is ``uid``: pid and command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if entry.name.isdigit() and int((entry / "status").read_text().split(
+                    "\nUid:")[1].split()[0]) == uid:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+                found[int(entry.name)] = command[:200].decode("utf-8", "replace")
+    return found
 
 
 def processes_marked(marker: str, *, command_line: bool = True) -> list[str]:
@@ -514,3 +542,50 @@ def chromium() -> str:
             pytest.fail(f"SERVING_GRADER_REQUIRE_BROWSER=1 but {reason}")
         pytest.skip(reason)
     return path
+
+
+# --- the grader as an ordinary user runs it --------------------------------------------------
+
+#: The ordinary account the tests make (with root) to run the grader as an instructor
+#: without root does.
+INSTRUCTOR = "serving-grader-test-instructor"
+#: The system's interpreter, which any user can run (the grader's own lies in /root).
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+#: The distributions a regrade imports (the grading ones and PyYAML).
+REGRADE_DISTRIBUTIONS = (*GRADING_PACKAGES, "pyyaml")
+
+
+def ordinary_regrade_unsupported() -> str | None:
+    """Why the grader cannot be run here as an ordinary, confined user (None when it can);
+    makes the user :data:`INSTRUCTOR` when missing."""
+    from graders.sandbox.confinement import bubblewrap_support
+
+    if not AS_ROOT:
+        return "making the ordinary user needs root (CI runs as root)"
+    if not SYSTEM_PYTHON.is_file():
+        return f"no {SYSTEM_PYTHON} for the ordinary user to run the grader with"
+    entry = ordinary_user(INSTRUCTOR)
+    return bubblewrap_support(entry.pw_uid, entry.pw_gid, True)
+
+
+def world_readable_install(folder: Path) -> str:
+    """The grader and its regrade dependencies, copied where any user can import them;
+    returns the PYTHONPATH that finds them."""
+    from graders.versions import distribution_closure
+
+    site, project = folder / "site", folder / "project"
+    for dist in distribution_closure(REGRADE_DISTRIBUTIONS):
+        for file in dist.files or ():
+            source = Path(str(dist.locate_file(file)))
+            if source.is_file() and "__pycache__" not in file.parts:
+                (site / file).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, site / file)
+    for name in ("graders", "reference", "tracks"):
+        shutil.copytree(REPO / name, project / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "pyproject.toml", project / "pyproject.toml")
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return f"{site}:{project}"
+
+

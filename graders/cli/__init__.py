@@ -144,6 +144,10 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
     regrade.add_argument("--secret-file", metavar="PATH",
                          help="the course secret of the Gradescope zip (OUT.zip.secret), so "
                               "that the regrade draws the unseen inputs Gradescope drew")
+    regrade.add_argument("--allow-unconfined", action="store_true",
+                         help="grade even where the student's code cannot be confined (no "
+                              "user namespaces): it could then read and write your files, "
+                              "rewrite classmates' results and reach the network")
     regrade.add_argument("--no-histogram", action="store_true",
                          help="skip histogram.png (needs matplotlib, the 'report' extra)")
     regrade.add_argument("--pages", action="store_true",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from graders.results.reports import (
     validated_results,
     write_json_atomically,
 )
+from graders.sandbox.confinement import UNCONFINED_WARNING
 from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.privileges import (
     claim_sandbox_user,
@@ -163,6 +165,8 @@ class GradingSession:
                 close_to_others(protected_folders())
             runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox)
             runner.start()
+            if not runner.protections.confined:  # one line, whatever the verbosity
+                sys.stderr.write(f"graders: warning: {UNCONFINED_WARNING}\n")
             registry(runner.grader_definitions)  # parsed once, not at every grading
             tracks = oracle.bind(load_tracks())
         except BaseException:

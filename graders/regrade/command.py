@@ -65,6 +65,7 @@ from graders.regrade.state import (
 from graders.results.files import OutputPathError, check_output_folder
 from graders.results.reports import read_valid_results, write_json_atomically
 from graders.sandbox.cleanup import process_alive, remove_tree, report_problems
+from graders.sandbox.confinement import confinement_gap
 from graders.sandbox.platforms import needs_linux
 from graders.sandbox.privileges import close_to_others, running_as_root
 from graders.sandbox.runner import Limits
@@ -92,6 +93,7 @@ def run_regrade(args: argparse.Namespace) -> int:
 
         check_available()
     options = grade_options(args)
+    _check_confinement(allow_unconfined=args.allow_unconfined)
     catalogue = load_catalogue(Path(args.mistakes) if args.mistakes else None)
     if args.due and parse_time(args.due) is None:
         raise GraderError(f"--due {args.due!r} is not a time: give e.g. "
@@ -151,6 +153,22 @@ def _refuse_inputs(root: Path, out: Path, tracks: str | None) -> None:
     with contextlib.suppress(GraderError):
         folders["the tracks folder"] = Path(tracks) if tracks else default_tracks_dir()
     refuse_overlaps({"--out": out}, {}, folders)
+
+
+def _check_confinement(*, allow_unconfined: bool) -> None:
+    """Refuse to grade a class whose workers would run unconfined, unless the instructor
+    accepts the risk by name (``--allow-unconfined``); then say so once."""
+    gap = confinement_gap(running_as_root())
+    if gap is None:
+        return
+    if not allow_unconfined:
+        raise GraderError(
+            f"refusing to grade a class without confinement: {gap}. A hostile submission "
+            "could read your files, rewrite classmates' results and reach the network. "
+            "Install bubblewrap or enable user namespaces, or pass --allow-unconfined to "
+            "take that risk")
+    sys.stderr.write(f"graders: warning: grading without confinement (--allow-unconfined): "
+                     f"{gap}\n")
 
 
 #: Statuses of a submission whose grading did not complete through no fault of its own:

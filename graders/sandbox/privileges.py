@@ -32,6 +32,7 @@ from pathlib import Path
 from graders.errors import GraderFailure, SettingsError
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import (
+    GRADINGS_FOLDER,
     cache_folder,
     process_alive,
     remove_tree,
@@ -321,6 +322,42 @@ def _create_user(name: str) -> None:
 _USERADD_ATTEMPTS = 10
 
 
+def grading_parent(sandbox: SandboxUser | None) -> Path | None:
+    """Where a grading makes its folders (the worker's box among them): None for the
+    temporary folder, unless a sandbox user could not reach it (a ``TMPDIR`` of mode 700);
+    then :data:`GRADINGS_FOLDER`, which this user owns and every user may traverse.
+
+    Raises :class:`SandboxError`, saying what to do, when there is no such folder either.
+    """
+    temp = Path(tempfile.gettempdir())
+    if sandbox is None or traversable_by_others(temp):
+        return None
+    try:
+        with contextlib.suppress(FileExistsError):
+            GRADINGS_FOLDER.mkdir(mode=0o711, parents=True)
+        info = GRADINGS_FOLDER.lstat()
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() \
+                and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            GRADINGS_FOLDER.chmod(0o711)
+            if traversable_by_others(GRADINGS_FOLDER):
+                return GRADINGS_FOLDER
+    except OSError:
+        pass
+    raise SandboxError(f"the sandbox user cannot reach the temporary folder {temp} (it or a "
+                       f"folder above it is closed to other users), nor {GRADINGS_FOLDER}: "
+                       "make the temporary folder traversable (chmod o+x) or set TMPDIR to "
+                       "one that is, such as /tmp")
+
+
+def traversable_by_others(path: Path) -> bool:
+    """Whether a user with no ownership or group rights can pass through ``path``."""
+    try:
+        return all(folder.stat().st_mode & stat.S_IXOTH
+                   for folder in [path.resolve(), *path.resolve().parents])
+    except OSError:
+        return False
+
+
 def reachable_by_others(path: Path, *, execute: bool = False) -> bool:
     """Whether a user with no ownership or group rights can read (and execute) ``path``."""
     path = path.resolve()
@@ -337,7 +374,7 @@ def worker_python() -> WorkerPython:
     when there is no usable cache folder, a copy for this run: see ``private``)."""
     executable = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    library = _shared_library()
+    library = shared_library()
     parts = [(executable, True), (stdlib, False)] + ([(library, False)] if library else [])
     if all(reachable_by_others(path, execute=run) for path, run in parts):
         return WorkerPython(executable)
@@ -347,7 +384,7 @@ def worker_python() -> WorkerPython:
                         private=folder if private else None)
 
 
-def _shared_library() -> Path | None:
+def shared_library() -> Path | None:
     name = sysconfig.get_config_var("LDLIBRARY") or ""
     directory = sysconfig.get_config_var("LIBDIR") or ""
     if not name.endswith(".so") and ".so." not in name:

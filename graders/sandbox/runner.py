@@ -51,12 +51,15 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from graders.sandbox import platforms as platform_support
+from graders.sandbox.bubblewrap import submission_descriptor
 from graders.sandbox.cleanup import kill_session, remove_tree, report_problems, sweep_user
 from graders.sandbox.confinement import (
     LAUNCHER_FAILED,
     Protections,
+    bubblewrap_command,
     launcher_command,
     protections_for,
+    start_options,
 )
 from graders.sandbox.containment import Containment, contain
 from graders.sandbox.interrupts import deferred_signals
@@ -66,6 +69,7 @@ from graders.sandbox.privileges import (
     TOKEN_VARIABLE,
     SandboxUser,
     WorkerPython,
+    grading_parent,
     sweep,
     worker_python,
 )
@@ -335,7 +339,8 @@ class StudentRunner:
         self.budget = budget if budget is not None else TimeBudget.of(self.limits)
         self.sandbox = sandbox
         self._owns_root = root is None
-        self.root = Path(tempfile.mkdtemp(prefix="serving-grader-")) if root is None else root
+        self.root = root or Path(tempfile.mkdtemp(prefix="serving-grader-",
+                                                  dir=grading_parent(sandbox)))
         self._runtime = cached_runtime(self.root)
         self._definitions = worker_definitions(self._runtime, self.root)
         self._grader_definitions: Path | None = None
@@ -348,6 +353,7 @@ class StudentRunner:
         self._box = self.root / "box"
         self._box.mkdir(mode=0o700, exist_ok=True)
         (self._box / SUBMISSION_NAME).write_bytes(submission)
+        self._submission = submission  # what a confined worker gets, whatever the box holds
         if sandbox is not None:  # the sandbox user may enter the root, and own only the box
             self.root.chmod(0o711)
             for path in (self._box, self._box / SUBMISSION_NAME):
@@ -701,7 +707,14 @@ class StudentRunner:
                    str(self._runtime / WORKER_SCRIPT.name)]
         environment = self._environment()
         drop: dict[str, Any] = {}
-        if self.sandbox is not None and self._protections.namespaces:
+        submission_fd: int | None = None
+        if self._protections.tool == "bubblewrap":  # see graders.sandbox.bubblewrap
+            submission_fd = submission_descriptor(self._submission)
+            command = bubblewrap_command(self._python, box=self._box, worker=command,
+                                         folders=(self._runtime, self._definitions),
+                                         submission_fd=submission_fd)
+            drop = start_options(self.sandbox, submission_fd)
+        elif self.sandbox is not None and self._protections.namespaces:
             # A launcher, as root, enters namespaces of its own, drops to the sandbox user
             # and execs the worker (same pid and process group, same stdin/stdout/stderr).
             command = launcher_command(self.sandbox, box=self._box, worker=command,
@@ -737,6 +750,8 @@ class StudentRunner:
             worker = _Worker(process)
             assert process.stdin is not None
             os.set_blocking(process.stdin.fileno(), False)  # see _write
+        if submission_fd is not None:
+            os.close(submission_fd)
         self._worker = worker
         self._started = True
         self._pint_ready = False
@@ -1033,6 +1048,8 @@ class StudentRunner:
             code = worker.process.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             return "the worker closed its output"
+        if code > 128 and self._protections.tool == "bubblewrap":
+            code = 128 - code  # bwrap reports a worker killed by signal N as 128 + N
         if code < 0:
             try:
                 name = signal.Signals(-code).name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import stat
@@ -28,12 +29,23 @@ _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^'.]+)")
 
 def import_error_message(error: str) -> str:
     """``error``, why ``serving.py`` could not be imported, with :data:`ONLY_SERVING_PY`
-    when it names a missing module outside the standard library (a helper module of the
-    student's, or a package such as numpy)."""
+    when it names a missing module that may be the student's own: outside the standard
+    library, and not a package installed beside the grader (for numpy and the like the
+    worker's message already says that only the standard library and pint are there)."""
     missing = _MISSING_MODULE.search(error)
-    if missing is None or missing.group(1) in sys.stdlib_module_names:
+    if missing is None or missing.group(1) in sys.stdlib_module_names \
+            or _installed(missing.group(1)):
         return error
     return f"{error}; {ONLY_SERVING_PY}"
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` is a package installed where the grader runs (looked up, not
+    imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def locate_submission(path: str | os.PathLike[str]) -> Path:

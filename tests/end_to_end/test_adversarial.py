@@ -234,6 +234,8 @@ GRADED_ELSEWHERE = {
     "plant_output_symlinks": "end_to_end/test_adversarial_outputs.py",
     "deep_directory_tree": "end_to_end/test_adversarial_cleanup.py",
     "read_other_grading": "end_to_end/test_adversarial_cleanup.py",
+    "search_disk_for_grader": "end_to_end/test_adversarial_confinement.py",
+    "ordinary_user_regrade": "end_to_end/test_adversarial_confinement.py",
     "leave_shared_files": "end_to_end/test_adversarial_cleanup.py",
     "portable_escape_and_grow": "end_to_end/test_portability.py",
 }

@@ -5,10 +5,12 @@ leave files and SysV IPC objects in the shared folders.
 Each case is graded with ``python -m graders grade FOLDER --results FILE`` from a neutral
 working folder, with a TMPDIR of its own, in two modes: as the grader runs here (in
 namespaces of its own where the kernel allows them), and with the namespaces switched off
-(a ``sitecustomize`` on PYTHONPATH makes ``namespace_support`` say no, as a kernel without
-them would): then only the grader's own clean-up stands between the submission and the
-machine. In both, every case must score exactly 100.0 with valid results, and leave nothing:
-no file, folder, process or IPC object of its sandbox user, nothing in its TMPDIR.
+(a ``sitecustomize`` on PYTHONPATH makes ``namespace_support`` and ``bubblewrap_support``
+say no, as a kernel without them would): then only the grader's own clean-up stands between
+the submission and the machine; a regrade is then told to take that risk
+(``--allow-unconfined``). In both, every case must score exactly 100.0 with valid results,
+and leave nothing: no file, folder, process or IPC object of its sandbox user, nothing in
+its TMPDIR.
 
 A class regrade of the deep folders with two correct classmates, and two concurrent
 gradings of the reader/killer and a correct submission, check that one grading's leftovers
@@ -54,6 +56,7 @@ NO_NAMESPACES = """\
 import graders.sandbox.confinement as confinement
 
 confinement.namespace_support = lambda uid, gid: "namespaces switched off by the test"
+confinement.bubblewrap_support = lambda uid, gid, drop: "bubblewrap switched off by the test"
 """
 needs_root = pytest.mark.skipif(not AS_ROOT, reason="sandbox users exist only under root")
 
@@ -203,9 +206,12 @@ def test_a_regrade_with_deep_folders_in_its_slots_grades_every_classmate(
                           ("ada", CORRECT), ("grace", CORRECT)):
         (klass / ident).mkdir()
         shutil.copy(source / "serving.py", klass / ident / "serving.py")
+    # without namespaces a regrade grades a class only when told to take that risk
+    consent = ["--allow-unconfined"] if mode == "without-namespaces" else []
     completed = subprocess.run(
         [sys.executable, "-m", "graders", "regrade", str(klass), "--out", str(out),
-         "--jobs", "2", "--no-histogram"], cwd=home, env=environment(base, temp, mode),
+         "--jobs", "2", "--no-histogram", *consent], cwd=home,
+        env=environment(base, temp, mode),
         capture_output=True, text=True, timeout=3 * GRADING_TIMEOUT_S, check=False)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "Traceback" not in completed.stderr, completed.stderr[-3000:]
@@ -249,6 +255,8 @@ def test_the_attack_has_teeth_only_when_two_gradings_share_a_user(
     grading's staged serving.py and kills its worker; with a user each, it can do neither."""
     monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
                         lambda uid, gid: "namespaces switched off by the test")
+    monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
+                        lambda uid, gid, drop: "bubblewrap switched off by the test")
     claims = [claim_sandbox_user(), claim_sandbox_user()]
     # "one user": both run as the first claimed user (held by this test, so no one else's
     # worker is in reach), as two gradings did before each got a user of its own

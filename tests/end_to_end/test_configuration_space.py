@@ -3,9 +3,10 @@
 For every configuration Hypothesis draws (the number of tracks, the total of points, the
 outputs asked for, relative or absolute paths and the working folder, ``TMPDIR`` and its
 mode, the umask, and who runs the grader: root, root without ``CAP_SYS_ADMIN`` as in
-Docker's default), a correct submission gets exactly the maximum, and the exit code, the
-terminal's total, results.json, the JUnit file, the Classroom file and the HTML page all
-say so. A few examples run by default; the slow set draws many more.
+Docker's default, and, in the slow set, an ordinary user running the system's Python on
+a world-readable install), a correct submission gets exactly the maximum, and the exit
+code, the terminal's total, results.json, the JUnit file, the Classroom file and the HTML
+page all say so. A few examples run by default; the slow set draws many more.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -23,7 +26,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import AS_ROOT, CORPUS, REPO, load
+from helpers import (
+    AS_ROOT,
+    CORPUS,
+    INSTRUCTOR,
+    REPO,
+    SYSTEM_PYTHON,
+    load,
+    ordinary_regrade_unsupported,
+    ordinary_user,
+    world_readable_install,
+)
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +46,8 @@ BOOK_TRACKS = sorted((REPO / "tracks").glob("*.toml"))
 #: Who runs the grader: root keeps every confinement; without CAP_SYS_ADMIN (Docker's
 #: default) the namespaces cannot be had and the privilege drop alone must hold.
 RUNNERS = ("root", "root without CAP_SYS_ADMIN") if AS_ROOT else ("this user",)
+#: An instructor without root: the slow set draws it too, where the machine allows it.
+ORDINARY = "ordinary user"
 
 
 @dataclass(frozen=True)
@@ -56,16 +71,17 @@ def points() -> st.SearchStrategy[str]:
     return st.one_of(typed, drawn)
 
 
-configurations = st.builds(
-    Configuration,
-    tracks=st.integers(min_value=1, max_value=20),
-    max_score=points(),
-    relative=st.booleans(),
-    html=st.booleans(),
-    tmpdir_mode=st.sampled_from([None, 0o700, 0o755, 0o1777]),
-    umask=st.sampled_from([0o022, 0o077, 0o002, 0o000]),
-    runner=st.sampled_from(RUNNERS),
-)
+def configurations(runners: tuple[str, ...] = RUNNERS) -> st.SearchStrategy[Configuration]:
+    return st.builds(
+        Configuration,
+        tracks=st.integers(min_value=1, max_value=20),
+        max_score=points(),
+        relative=st.booleans(),
+        html=st.booleans(),
+        tmpdir_mode=st.sampled_from([None, 0o700, 0o755, 0o1777]),
+        umask=st.sampled_from([0o022, 0o077, 0o002, 0o000]),
+        runner=st.sampled_from(runners),
+    )
 
 
 def track_folder(folder: Path, count: int) -> Path:
@@ -88,7 +104,8 @@ def command(configuration: Configuration, workspace: Path) -> list[str]:
     def where(name: str) -> str:
         return name if configuration.relative else str(workspace / name)
 
-    arguments = [sys.executable, "-m", "graders", "grade", where("submission"),
+    python = str(SYSTEM_PYTHON) if configuration.runner == ORDINARY else sys.executable
+    arguments = [python, "-m", "graders", "grade", where("submission"),
                  "--tracks", where("tracks"), "--max-score", configuration.max_score,
                  "--results", where("out/results.json"),
                  "--junit-xml", where("out/junit.xml"),
@@ -101,9 +118,14 @@ def command(configuration: Configuration, workspace: Path) -> list[str]:
     return [*shell, *arguments]
 
 
-def environment(configuration: Configuration, workspace: Path) -> dict[str, str]:
+def environment(configuration: Configuration, workspace: Path,
+                install: str | None) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("PYTEST_", "COV_"))}
+    if configuration.runner == ORDINARY:
+        assert install is not None
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": install,
+               "HOME": ordinary_user(INSTRUCTOR).pw_dir}
     env.pop("TMPDIR", None)
     if configuration.tmpdir_mode is not None:
         temporary = workspace / "private tmp"
@@ -113,12 +135,19 @@ def environment(configuration: Configuration, workspace: Path) -> dict[str, str]
     return env
 
 
-def grade(configuration: Configuration, workspace: Path) -> subprocess.CompletedProcess[str]:
+def grade(configuration: Configuration, workspace: Path, install: str | None = None
+          ) -> subprocess.CompletedProcess[str]:
     shutil.copytree(CORPUS / "correct", workspace / "submission")
     track_folder(workspace / "tracks", configuration.tracks)
+    env = environment(configuration, workspace, install)
+    user: dict[str, Any] = {}
+    if configuration.runner == ORDINARY:  # the user owns everything of its grading
+        entry = ordinary_user(INSTRUCTOR)
+        for path in [workspace, *workspace.rglob("*")]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        user = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
     return subprocess.run(command(configuration, workspace), capture_output=True, text=True,
-                          cwd=workspace, env=environment(configuration, workspace),
-                          timeout=600, check=False)
+                          cwd=workspace, env=env, timeout=600, check=False, **user)
 
 
 def assert_every_output_says_the_maximum(configuration: Configuration, workspace: Path,
@@ -156,14 +185,30 @@ def assert_every_output_says_the_maximum(configuration: Configuration, workspace
         assert Fraction(shown.group(1)) == maximum, context
 
 
-def check(configuration: Configuration, base: Path) -> None:
-    workspace = Path(base) / f"config {len(list(base.iterdir()))} é"
-    workspace.mkdir()
+def check(configuration: Configuration, base: Path, install: str | None = None) -> None:
+    if configuration.runner == ORDINARY:  # pytest's tmp_path is root's alone
+        base = Path(ordinary_user(INSTRUCTOR).pw_dir)
+    workspace = Path(tempfile.mkdtemp(prefix="config é ", dir=base))
+    workspace.chmod(0o755)
     try:
         assert_every_output_says_the_maximum(configuration, workspace,
-                                             grade(configuration, workspace))
+                                             grade(configuration, workspace, install))
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def install() -> Iterator[str | None]:
+    """A world-readable install of the grader for the ordinary user (None where the
+    machine cannot run one: not root, or no confinement for that user)."""
+    if ordinary_regrade_unsupported() is not None:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="config-install-", dir="/tmp"))
+    try:
+        yield world_readable_install(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 #: Each example is a whole grading (seconds): no shrinking, which would run dozens more;
@@ -174,7 +219,7 @@ SETTINGS: dict[str, Any] = {"deadline": None, "derandomize": True, "database": N
 
 
 @settings(max_examples=3, **SETTINGS)
-@given(configuration=configurations)
+@given(configuration=configurations())
 def test_a_correct_submission_gets_exactly_the_maximum_in_every_configuration(
         configuration: Configuration, tmp_path: Path) -> None:
     check(configuration, tmp_path)
@@ -182,10 +227,24 @@ def test_a_correct_submission_gets_exactly_the_maximum_in_every_configuration(
 
 @pytest.mark.slow
 @settings(max_examples=40, **SETTINGS)
-@given(configuration=configurations)
+@given(data=st.data())
 def test_a_correct_submission_gets_exactly_the_maximum_in_many_configurations(
-        configuration: Configuration, tmp_path: Path) -> None:
-    check(configuration, tmp_path)
+        data: st.DataObject, tmp_path: Path, install: str | None) -> None:
+    runners = RUNNERS if install is None else (*RUNNERS, ORDINARY)
+    check(data.draw(configurations(runners), label="configuration"), tmp_path, install)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("configuration", [
+    Configuration(6, "33.333333", True, True, 0o700, 0o077, ORDINARY),
+    Configuration(11, "95.5", False, False, None, 0o022, ORDINARY)],
+    ids=["private TMPDIR, relative paths", "eleven tracks, absolute paths"])
+def test_an_ordinary_user_gets_exactly_the_maximum_too(
+        configuration: Configuration, tmp_path: Path, install: str | None) -> None:
+    reason = ordinary_regrade_unsupported()
+    if reason is not None:
+        pytest.skip(reason)
+    check(configuration, tmp_path, install)
 
 
 @pytest.mark.parametrize("configuration", [

@@ -234,6 +234,15 @@ def free_port() -> int:
         return port
 
 
+@pytest.fixture(autouse=True)
+def launcher_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are the launcher's (root's fallback where bubblewrap cannot run):
+    bubblewrap is off in this process (tests/sandbox/test_bubblewrap.py tests it; the CLI
+    gradings below run in a process of their own, with bubblewrap where it runs)."""
+    monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
+                        lambda uid, gid, drop: "bubblewrap is off in these tests")
+
+
 @pytest.fixture(scope="module")
 def sandbox_user() -> Iterator[SandboxUser]:
     """A pool user held by these tests alone (swept when claimed, given back after)."""
@@ -369,11 +378,12 @@ def test_where_namespaces_are_unavailable_the_worker_runs_as_before(
 def test_where_namespaces_are_available_every_protection_is_claimed(
         confined: StudentRunner, sandbox_user: SandboxUser) -> None:
     assert confined.protections == Protections(True, True, True, True,
-                                               confined.protections.description)
-    assert confined.protections.description == (
+                                               confined.protections.description,
+                                               tool="launcher")
+    assert confined.protections.description.startswith(
         "the student's code runs as an unprivileged sandbox user of its own, "
         "without network, with 64 MiB and 4096 files of temporary space, and private, "
-        "bounded IPC")
+        "bounded IPC; it can read world-readable files (bubblewrap is off in these tests)")
 
 
 # --- network ----------------------------------------------------------------------------

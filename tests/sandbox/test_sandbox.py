@@ -534,6 +534,8 @@ def without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
     the sweep after the grading is then what removes its leftovers."""
     monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
                         lambda uid, gid: "namespaces switched off by the test")
+    monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
+                        lambda uid, gid, drop: "bubblewrap switched off by the test")
 
 
 def owned_entries(uid: int) -> list[str]:

