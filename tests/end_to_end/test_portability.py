@@ -301,9 +301,13 @@ def test_a_worker_that_keeps_memory_and_escapes_its_session_is_bounded_and_leave
     assert 0 < peak_bytes < limit + 1024**3  # the watch's bound: 2 GiB and one interval
     lost = [t for t in results["tests"] if t["score"] < t["max_score"]]
     assert lost, "no call was stopped: the memory bound never acted"
-    assert all(t["tags"][0] == "serve" for t in lost)
-    assert any("used more than 2048 MiB of memory" in t["output"] for t in lost)
-    assert results["score"] >= 88.0  # never less than serve's points lost
+    stopped = "used more than 2048 MiB of memory"
+    assert any(stopped in t["output"] for t in lost)
+    # serve keeps the memory, but the watch looks every half second, so its stop may land
+    # in the call that runs next, of another function: every point lost outside serve is
+    # a call the memory stop interrupted, and says so
+    assert all(stopped in t["output"] for t in lost if t["tags"][0] != "serve"), \
+        [(t["name"], t["output"][:300]) for t in lost]
 
 
 # --- the student bundle's workflow -------------------------------------------------------------
