@@ -50,6 +50,7 @@ from graders.results.reports import (
     grader_failure,
     grader_failure_results,
     interrupted_results,
+    read_grader_failure,
     read_valid_results,
     unusable_submission_results,
     write_results,
@@ -218,7 +219,7 @@ def run_grade(args: argparse.Namespace) -> int:
         _report_no_score(interrupted_results(name), args, targets)
         return interruption.exit_code(error)
     except Exception as error:  # noqa: BLE001 - the guard: whatever failed, no score
-        recorded = _recorded_failure(results) if results is not None else None
+        recorded = read_grader_failure(results) if results is not None else None
         _report_grader_failure(recorded or f"{type(error).__name__}: {error}", args, targets)
         return GRADER_FAILED
 
@@ -291,7 +292,7 @@ def _grader_failure(code: int, results: Path | None, document: dict[str, Any] | 
                     ) -> str | None:
     """Why the grading run failed as a grader (None when it completed with a result)."""
     if code == GRADER_FAILED_EXIT:  # the plugin said so, and why, in the results
-        recorded = _recorded_failure(results) if results is not None else None
+        recorded = read_grader_failure(results) if results is not None else None
         return recorded or "the grader failed (see the messages above)"
     if code == pytest.ExitCode.INTERRUPTED:
         return "the grading was interrupted"
@@ -300,13 +301,6 @@ def _grader_failure(code: int, results: Path | None, document: dict[str, Any] | 
     if results is not None and document is None:
         return "the grader wrote no valid results"
     return None
-
-
-def _recorded_failure(results: Path) -> str | None:
-    try:
-        return grader_failure(json.loads(results.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
 
 
 def _report_grader_failure(reason: str, args: argparse.Namespace,

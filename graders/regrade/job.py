@@ -13,7 +13,6 @@ Student code never runs in the regrade process, nor in the grading process.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -30,8 +29,8 @@ from graders.regrade.server import GradingProcess
 from graders.regrade.slots import Slot
 from graders.regrade.state import RESULTS_NAME, JobRecord, sha256, write_record
 from graders.results.reports import (
-    grader_failure,
     grader_failure_results,
+    read_grader_failure,
     read_valid_results,
     unusable_submission_results,
     write_json_atomically,
@@ -163,7 +162,7 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
         slot.clean()
         return None
     document = read_valid_results(results)
-    status, reason = _outcome(code, timed_out, document, _recorded_failure(results), log,
+    status, reason = _outcome(code, timed_out, document, read_grader_failure(results), log,
                               context.timeout_s)
     if status != "graded" or document is None:
         document = grader_failure_results(reason)
@@ -191,14 +190,6 @@ def _outcome(code: int | None, timed_out: bool, document: dict[str, Any] | None,
     last = _last_line(log)
     return "grader_failed", f"graders grade exited with code {code}" + \
         (f": {last}" if last else "")
-
-
-def _recorded_failure(results: Path) -> str | None:
-    """The reason of the grader-failure record at ``results``, if that is what it holds."""
-    try:
-        return grader_failure(json.loads(results.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
 
 
 def _last_line(log: Path) -> str:

@@ -14,7 +14,8 @@ import html
 from collections.abc import Sequence
 
 from graders.escaping import escape_controls
-from graders.grading.scoring import TestScore, rounded, total
+from graders.grading.scoring import TestScore, written_points
+from graders.results.reports import points_rows, points_text
 
 #: Lines of a failed test's feedback shown as its first failed case, at most.
 MAX_CASE_LINES = 12
@@ -51,17 +52,15 @@ def first_case(output: str) -> str:
 
 
 def _table(scores: Sequence[TestScore]) -> str:
-    rows: dict[str, list[TestScore]] = {}
-    for score in scores:
-        rows.setdefault(score.function, []).append(score)
-    width = max([len("function"), *(len(name) for name in rows)])
-    lines = [f"{'function':<{width}}  {'score':>8}  {'max':>8}  tests"]
-    for name, members in rows.items():
-        earned, maximum = total(members)
-        lines.append(f"{name:<{width}}  {rounded(earned):>8.2f}  {rounded(maximum):>8.2f}  "
-                     f"{len(members)}")
-    earned, maximum = total(scores)
-    lines.append(f"{'visible':<{width}}  {rounded(earned):>8.2f}  {rounded(maximum):>8.2f}")
+    """The visible tests by function, with the points every output writes (the visible
+    tests' points are shared among them alone, so this is their share of the terminal's
+    table too)."""
+    points = written_points(scores)
+    lines = points_rows(scores, points, "function", "function")
+    if lines:
+        earned, maximum = points_text(points.total_earned, points.total_maximum)
+        width = len(lines[0]) - len(f"  {'score':>8}  {'max':>8}  tests")
+        lines.append(f"{'visible':<{width}}  {earned:>8}  {maximum:>8}")
     return ("<p><strong>Score by function</strong> (visible tests):</p>\n"
             f"<pre>{_text(chr(10).join(lines))}</pre>")
 

@@ -260,6 +260,22 @@ def _rows(scores: Sequence[TestScore], points: WrittenPoints, key: str
             for name, members in groups.items()]
 
 
+def points_rows(scores: Sequence[TestScore], points: WrittenPoints, key: str,
+                title: str) -> list[str]:
+    """The table of ``scores`` by ``key`` ("function" or "track"; tests that did not run
+    left out), headed ``title``, with the points every output writes: the terminal's and
+    the Gradescope summary's rows (empty when no test has that key)."""
+    rows = _rows(scores, points, key)
+    if not rows:
+        return []
+    width = max(len(title), *(len(row[0]) for row in rows))
+    lines = [f"{title:<{width}}  {'score':>8}  {'max':>8}  tests"]
+    for name, earned, maximum, count in rows:
+        shown = points_text(earned, maximum)
+        lines.append(f"{name:<{width}}  {shown[0]:>8}  {shown[1]:>8}  {count}")
+    return lines
+
+
 def points_text(earned: Fraction, maximum: Fraction, decimals: int = 2) -> tuple[str, str]:
     """``earned`` and ``maximum`` as the terminal shows them: ``decimals`` places, or as
     many more as it takes for a score below the maximum not to read as the maximum."""
@@ -303,15 +319,9 @@ def score_table(scores: Sequence[TestScore], *, grader_failure: str | None = Non
     points = written_points(scores)
     lines: list[str] = []
     for key, title in (("function", "function"), ("track", TRACK_TABLE_TITLE)):
-        rows = _rows(scores, points, key)
-        if not rows:
-            continue
-        width = max(len(title), *(len(row[0]) for row in rows))
-        lines.append(f"{title:<{width}}  {'score':>8}  {'max':>8}  tests")
-        for name, earned, maximum, count in rows:
-            shown = points_text(earned, maximum)
-            lines.append(f"{name:<{width}}  {shown[0]:>8}  {shown[1]:>8}  {count}")
-        lines.append("")
+        rows = points_rows(scores, points, key, title)
+        if rows:
+            lines += [*rows, ""]
     if partial is not None:
         lines.append(partial)
         return lines
@@ -325,6 +335,14 @@ def result_tags(test: Mapping[str, Any]) -> tuple[str, str]:
     (see :attr:`TestScore.tags`)."""
     tags = test.get("tags") or []
     return (str(tags[0]) if len(tags) > 0 else "", str(tags[1]) if len(tags) > 1 else "")
+
+
+def read_grader_failure(path: Path) -> str | None:
+    """The reason of the grader-failure record at ``path``, if that is what it holds."""
+    try:
+        return grader_failure(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
 
 
 def read_valid_results(path: Path) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ from fractions import Fraction
 from helpers import sample_score as score
 
 from graders.results.essentials import essentials_html, first_case
-from graders.results.reports import gradescope_problems, gradescope_results
+from graders.results.reports import gradescope_problems, gradescope_results, points_text
 
 FEEDBACK = "\n".join([
     "queueing_latency matches [iphone]: 2 of 3 cases failed (tolerance rel 1e-06)",
@@ -68,3 +68,15 @@ def test_results_carry_the_essentials_as_html_and_the_tests_as_text() -> None:
     assert (document["output_format"], document["test_output_format"]) == ("html", "text")
     assert all(test["output_format"] == "text" for test in document["tests"])
     assert gradescope_problems(document) == []
+
+
+def test_a_score_just_under_the_maximum_never_reads_as_the_maximum() -> None:
+    near = [score("a", max_score=Fraction(12), visibility="visible").with_outcome(
+        "failed", Fraction(11_999_999, 12_000_000), "1 of many cases failed", 1, 2)]
+    table = essentials_html(near, "done")
+    assert "serve     11.999999  12.000000  1" in table
+    assert "12.00  " not in table
+    assert points_text(Fraction(11_999_999, 10**6), Fraction(12)) == ("11.999999",
+                                                                       "12.000000")
+    assert points_text(Fraction(12), Fraction(12)) == ("12.00", "12.00")
+    assert points_text(Fraction(1153, 100), Fraction(12)) == ("11.53", "12.00")
