@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -20,7 +20,7 @@ from graders.grading.credit import (
     trivial_refusal,
 )
 from graders.grading.hints import hint_for
-from graders.sandbox.runner import CallOutcome, StudentRunner
+from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
 from graders.sandbox.wire import encode_argument
 
 #: Functions whose infinite values mean an unstable queue.
@@ -392,8 +392,41 @@ class Grading:
         return "\n".join([summary, *notes, *shown, *more])
 
 
+class Answer:
+    """A student call asked through :meth:`Student.ask`: made with every call asked before
+    it, pipelined, when its value is first read."""
+
+    __slots__ = ("_student", "function", "args", "kwargs", "asked", "outcome")
+
+    def __init__(self, student: Student, function: str, args: tuple[Any, ...],
+                 kwargs: dict[str, Any], asked: str) -> None:
+        self._student = student
+        self.function = function
+        self.args = args
+        self.kwargs = kwargs
+        #: The call's inputs as plain JSON (the key of "same input, same answer").
+        self.asked = asked
+        #: What the call produced, once made.
+        self.outcome: CallOutcome | None = None
+
+    @property
+    def value(self) -> Any:
+        """The call's plain result, or :class:`StudentCallFailed`."""
+        return self._student.value_of(self)
+
+    def real(self, field_name: str) -> float:
+        """The result's field ``field_name`` as a real number, or a failed assertion."""
+        return self._student.real(self.function, field_name, self.value)
+
+
 class Student:
     """The student's functions for one invariant test: plain data back, or a failed assertion.
+
+    Calls are asked first (:meth:`ask`) and made when an answer is first read: every call
+    asked by then goes to the worker in one pipeline, in the order asked, so a test that
+    asks all of its examples' calls before it checks them costs one round trip, not one
+    per call. A batch stops at its first failed call (its answer fails the check that
+    reads it); the calls after it are made only if read.
 
     ``gate`` says why the test's function has not earned its invariants (None when it
     has). The same input must always get the same answer.
@@ -406,6 +439,7 @@ class Student:
         self._gate = gate
         self._record = record
         self._answers: dict[str, str] = {}
+        self._unsent: list[Answer] = []
         self.test_name = test_name
 
     def require_real_answers(self) -> None:
@@ -414,24 +448,57 @@ class Student:
         if reason is not None:
             raise StudentCallFailed(reason)
 
-    def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
-        """Call ``function``; return its plain result, or raise :class:`StudentCallFailed`.
+    def ask(self, function: str, *args: Any, **kwargs: Any) -> Answer:
+        """Ask for ``function(*args, **kwargs)``; the call is made when its answer is read.
 
         Every input asked is passed to ``record`` first (the run's digest of its inputs)."""
         asked = json.dumps([function, encode_argument(args), encode_argument(kwargs)],
                            sort_keys=True)
         self._record(f"{self.test_name}\n{asked}\n")
-        outcome = self._runner.call(function, args, kwargs, RESULT_FIELDS[function])
+        answer = Answer(self, function, args, kwargs, asked)
+        self._unsent.append(answer)
+        return answer
+
+    def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``function`` now; return its plain result, or raise
+        :class:`StudentCallFailed`."""
+        return self.ask(function, *args, **kwargs).value
+
+    def value_of(self, answer: Answer) -> Any:
+        """``answer``'s plain result (making it and every call asked before it first), or
+        :class:`StudentCallFailed`."""
+        while answer.outcome is None:
+            self._make_asked_calls()
+        outcome = answer.outcome
         if not outcome.ok:
-            shown = ", ".join([*map(_argument, args),
-                               *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
+            shown = ", ".join([*map(_argument, answer.args),
+                               *(f"{k}={_argument(v)}" for k, v in answer.kwargs.items())])
             reason = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
-            raise StudentCallFailed(f"{reason}, in {function}({shown})")
-        answer = answer_key(outcome.value)
-        if self._answers.setdefault(asked, answer) != answer:
-            raise StudentCallFailed(f"{function} gave different answers to the same input "
-                                    "(its results must depend on its inputs only)")
+            raise StudentCallFailed(f"{reason}, in {answer.function}({shown})")
+        if self._answers.setdefault(answer.asked, answer_key(outcome.value)) \
+                != answer_key(outcome.value):
+            raise StudentCallFailed(f"{answer.function} gave different answers to the same "
+                                    "input (its results must depend on its inputs only)")
         return outcome.value
+
+    def _make_asked_calls(self) -> None:
+        """Make the calls asked and not made yet, pipelined, up to the first that fails."""
+        batch, self._unsent = self._unsent, []
+        outcomes = self._call_many([
+            CallRequest(answer.function, answer.args, answer.kwargs,
+                        RESULT_FIELDS[answer.function]) for answer in batch])
+        try:
+            for answer, outcome in zip(batch, outcomes, strict=False):
+                answer.outcome = outcome
+                if not outcome.ok:
+                    break
+        finally:
+            outcomes.close()
+        self._unsent = [answer for answer in batch if answer.outcome is None] + self._unsent
+
+    def _call_many(self, requests: list[CallRequest]) -> Generator[CallOutcome, None, None]:
+        """The outcomes of ``requests``, in order, from the worker (pipelined)."""
+        return self._runner.call_many(requests)
 
     def real(self, function: str, field_name: str, value: Any) -> float:
         """``value`` if it is a real number, else a failed assertion naming the field."""

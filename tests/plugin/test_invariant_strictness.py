@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
@@ -19,6 +19,7 @@ from helpers import REPO
 from graders.expected.reference import reference_expected, to_plain
 from graders.grading.cases import RESULT_FIELDS, visible_cases
 from graders.grading.checks import Student, StudentCallFailed
+from graders.sandbox.runner import CallOutcome, CallRequest
 from graders.suite import test_invariants as suite
 from graders.trackfiles.tracks import Track, load_tracks
 
@@ -46,8 +47,10 @@ class FakeStudent(Student):
         super().__init__(runner=None, test_name=test_name)  # type: ignore[arg-type]
         self._answer = answer
 
-    def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
-        return self._answer(function, args, kwargs)
+    def _call_many(self, requests: list[CallRequest]) -> Generator[CallOutcome, None, None]:
+        for request in requests:
+            yield CallOutcome("ok", value=self._answer(request.function, tuple(request.args),
+                                                       dict(request.kwargs or {})))
 
 
 def _reference(function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
