@@ -55,6 +55,7 @@ from graders.results.reports import (
     unusable_submission_results,
     write_results,
 )
+from graders.sandbox.confinement import start_probe
 from graders.sandbox.interrupts import Interruption, interruptible
 from graders.sandbox.submission import locate_submission, read_submission
 
@@ -227,6 +228,7 @@ def run_grade(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
            github_output: Path | None) -> int:
     """The grading run itself: pytest in a private scratch folder, the outputs installed."""
+    start_probe()  # the confinement probe runs while pytest starts
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
             _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                          # Hypothesis keeps no examples (database=None), but would still

@@ -475,8 +475,8 @@ class Student:
                                *(f"{k}={_argument(v)}" for k, v in answer.kwargs.items())])
             reason = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
             raise StudentCallFailed(f"{reason}, in {answer.function}({shown})")
-        if self._answers.setdefault(answer.asked, answer_key(outcome.value)) \
-                != answer_key(outcome.value):
+        key = answer_key(outcome.value)
+        if self._answers.setdefault(answer.asked, key) != key:
             raise StudentCallFailed(f"{answer.function} gave different answers to the same "
                                     "input (its results must depend on its inputs only)")
         return outcome.value

@@ -79,6 +79,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if not settings.grading:
         return
+    from graders.sandbox.confinement import start_probe
+
+    start_probe()  # runs while the outputs are checked and the submission is read
     from graders.errors import GRADER_FAILED_EXIT, GraderError, GraderFailure
     from graders.plugin import fixtures
     from graders.plugin.hooks import GradingHooks, JsonReportMetadata

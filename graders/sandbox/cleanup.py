@@ -551,8 +551,37 @@ def _kill_until_gone(match: Callable[[int], bool]) -> list[int]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
-        time.sleep(0.05)
+        _await_deaths(found)
     return sorted(set(killed))
+
+
+#: How long one round of :func:`_kill_until_gone` waits for the processes it killed to die,
+#: and its first look (each look waits twice as long as the one before).
+_DEATH_WAIT_S = 0.05
+_FIRST_LOOK_S = 0.0005
+
+
+def _await_deaths(pids: Collection[int]) -> None:
+    """Wait until every one of ``pids`` is dead (gone, or a zombie), at most
+    :data:`_DEATH_WAIT_S`: a SIGKILL takes effect within a millisecond or so, and the
+    next round finds any that still live."""
+    deadline = time.monotonic() + _DEATH_WAIT_S
+    pause = _FIRST_LOOK_S
+    living = list(pids)
+    while living and time.monotonic() < deadline:
+        time.sleep(pause)
+        living = [pid for pid in living if _alive(pid)]
+        pause = min(pause * 2, max(deadline - time.monotonic(), 0.0))
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not dead (a zombie waiting to be reaped)."""
+    try:
+        stat_line = Path(f"{platform_support.PROC}/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    state = stat_line[stat_line.rfind(b")") + 2:][:1]
+    return state not in (b"Z", b"X")
 
 
 def kill_session(process: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:

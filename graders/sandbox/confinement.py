@@ -30,6 +30,7 @@ probed once per process, by running the launcher with ``--probe``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,13 +118,12 @@ def protections_for(sandbox: SandboxUser | None) -> Protections:
     found = platform_support.capabilities()
     if not found.hardened:
         return portable_protections(found)
-    uid, gid = (sandbox.uid, sandbox.gid) if sandbox else (os.geteuid(), os.getegid())
     who = ("the student's code runs as an unprivileged sandbox user of its own"
            if sandbox else "the student's code runs as this user")
     # root without a sandbox user (the runner's own tests) keeps the worker beside it: in
     # a user namespace of root's, it would still be root to every file it can see
     why_not = "the grader is root without a sandbox user" if sandbox is None and \
-        platform_support.effective_uid() == 0 else bubblewrap_support(uid, gid, sandbox is not None)
+        platform_support.effective_uid() == 0 else _probed(_probe_key(sandbox is not None))
     if why_not is None:
         return Protections(sandbox is not None, True, True, True,
                            f"{who}, in bubblewrap: it sees only its runtime (read-only) and "
@@ -192,6 +193,48 @@ def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
         return None
     lines = completed.stderr.strip().splitlines() or [f"exit code {completed.returncode}"]
     return f"bubblewrap cannot run here: {lines[-1]}"
+
+
+def _probe_key(drop: bool) -> tuple[int, int, bool]:
+    """The arguments of :func:`bubblewrap_support` for a worker started here: as root, a
+    stand-in unprivileged user (every sandbox user meets the same kernel policy, so one
+    probe answers for the whole pool); otherwise this user, with no drop."""
+    if drop:
+        return ANY_SANDBOX_ID, ANY_SANDBOX_ID, True
+    return os.geteuid(), os.getegid(), False
+
+
+#: Probes started ahead (:func:`start_probe`), by their :func:`bubblewrap_support` key.
+_early_probes: dict[tuple[int, int, bool], threading.Thread] = {}
+
+
+def start_probe() -> None:
+    """Start the bubblewrap probe a grading here will need, in a thread, so that it runs
+    while pytest starts; :func:`protections_for` waits for it. Nothing happens where the
+    probe would not run (not Linux, the portable runner, root's own runner tests)."""
+    if not sys.platform.startswith("linux") or not platform_support.capabilities().hardened:
+        return
+    key = _probe_key(platform_support.effective_uid() == 0)
+    if key in _early_probes:
+        return
+    thread = threading.Thread(target=_quiet_probe, args=key, name="bubblewrap probe",
+                              daemon=True)
+    _early_probes[key] = thread
+    thread.start()
+
+
+def _quiet_probe(uid: int, gid: int, drop: bool) -> None:
+    """Run the probe for its cached answer; an error is raised again where it is used."""
+    with contextlib.suppress(Exception):
+        bubblewrap_support(uid, gid, drop)
+
+
+def _probed(key: tuple[int, int, bool]) -> str | None:
+    """:func:`bubblewrap_support` for ``key``, once the probe started ahead (if any) ends."""
+    thread = _early_probes.pop(key, None)
+    if thread is not None:
+        thread.join()
+    return bubblewrap_support(*key)
 
 
 def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, Any]:

@@ -493,7 +493,9 @@ class StudentRunner:
         pipelining = True
         try:
             for position, request in enumerate(calls):
-                while pipelining and unsent < len(calls) and (
+                # refilled once half the window is answered: fewer, larger writes
+                refill = not pending or in_flight <= PIPELINE_BYTES // 2
+                while refill and pipelining and unsent < len(calls) and (
                         not pending or in_flight < PIPELINE_BYTES):
                     if self._refusal(calls[unsent].function) is not None:
                         break  # refused calls are refused by call(), in their turn
@@ -506,6 +508,8 @@ class StudentRunner:
                     pending.append((*written, unsent))
                     in_flight += written[1]
                     unsent += 1
+                if refill and self._worker is not None:
+                    self._flush_queued(self._worker)
                 if pending and pending[0][2] == position:
                     ident, size, _ = pending.popleft()
                     in_flight -= size
@@ -538,7 +542,7 @@ class StudentRunner:
                 self._pint_ready = True
             self._next_id += 1
             line = self._line({**encoded, "id": self._next_id})
-            self._write(worker, line)
+            self._write(worker, line, flush=False)  # call_many writes its batch at once
         except (_WorkerGone, OSError):
             return None
         finally:
@@ -853,16 +857,26 @@ class StudentRunner:
         return (json.dumps(request, allow_nan=True, separators=(",", ":")) + "\n").encode()
 
     @staticmethod
-    def _write(worker: _Worker, line: bytes) -> None:
+    def _write(worker: _Worker, line: bytes, *, flush: bool = True) -> None:
         """Queue ``line`` for the worker, never waiting: the portable path's writer thread
-        writes it; on the hardened path, what the non-blocking pipe does not take now is
-        written while a reply is awaited (:meth:`_wait_for_line`), under its deadline.
-        Raises OSError once the worker has closed its end."""
+        writes it; on the hardened path, what the non-blocking pipe does not take now
+        (or all of it, unless ``flush``) is written by :meth:`_flush_queued` or while a
+        reply is awaited (:meth:`_wait_for_line`), under its deadline. Raises OSError
+        once the worker has closed its end."""
         if worker.requests is not None:
             worker.requests.put(line)
             return
         worker.unsent += line
-        _flush_requests(worker)
+        if flush:
+            _flush_requests(worker)
+
+    @staticmethod
+    def _flush_queued(worker: _Worker) -> None:
+        """Write what the pipe takes now of the requests queued; a closed pipe is left for
+        the reply to tell (the worker is gone)."""
+        if worker.requests is None:
+            with contextlib.suppress(OSError):
+                _flush_requests(worker)
 
     def _request(self, worker: _Worker, request: dict[str, Any], timeout_s: float,
                  function: str | None) -> dict[str, Any]:
