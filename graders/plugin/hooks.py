@@ -80,8 +80,14 @@ class GradingHooks:
                                       items: list[pytest.Item]) -> None:
         _add_suite(session, self.session, items)
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.session.hidden_selected = any(_visibility(item) != "visible"
+                                           for item in session.items)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if "student" in getattr(item, "fixturenames", ()):  # the invariants: the visible
+            self.session.prestart_hidden()  # worker is idle most of their time
         score = item.stash.get(SCORE_KEY, None)
         if score is not None:
             _name_in_junit_xml(item, score)

@@ -11,6 +11,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from graders.errors import GraderError
 from graders.expected.oracle import Oracle, ReferenceOracle, choose_oracle
 from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases
 from graders.grading.checks import failed_call_message, missed_case
@@ -47,6 +48,7 @@ from graders.results.reports import (
 )
 from graders.sandbox.confinement import UNCONFINED_WARNING
 from graders.sandbox.interrupts import deferred_signals
+from graders.sandbox.limits import DEFAULT_SANDBOX_USER
 from graders.sandbox.privileges import (
     claim_sandbox_user,
     close_to_others,
@@ -105,6 +107,8 @@ class GradingSession:
     #: The HTML report's curves, measured before the visible worker stops.
     feedback: FeedbackReport | None = None
     visible_finished: bool = False
+    #: Whether the run's selection holds hidden tests (known once collection ends).
+    hidden_selected: bool = False
     #: Disk space held for results.json since before the worker started.
     reservation: Reservation | None = None
     #: SHA-256 of every input the invariant tests asked, in order: equal digests mean
@@ -196,6 +200,8 @@ class GradingSession:
         with deferred_signals():
             if self.hidden_runner is not None:
                 self.hidden_runner.close()
+                if self.hidden_runner.sandbox not in (None, self.runner.sandbox):
+                    self.hidden_runner.sandbox.release()
             self.runner.close()
             if self.runner.sandbox is not None:
                 self.runner.sandbox.release()
@@ -336,14 +342,43 @@ class GradingSession:
         self.visible_finished = True
 
     def start_hidden(self) -> StudentRunner:
-        """The hidden tests' worker: fresh, started only after the visible worker stopped,
-        so nothing it is asked can reach visible feedback."""
+        """The hidden tests' worker, once the visible worker has stopped: it never served
+        a visible call, and it is asked nothing before every visible call is made, so
+        nothing it is asked can reach visible feedback."""
+        self.finish_visible()
         if self.hidden_runner is None:
-            self.finish_visible()
             self.hidden_runner = StudentRunner(self.submission, limits=self.settings.limits,
                                                sandbox=self.runner.sandbox,
                                                budget=self.runner.budget)
         return self.hidden_runner
+
+    def prestart_hidden(self) -> None:
+        """Start the hidden tests' worker now, while visible tests still run, so that it
+        has imported the submission when they end: only once the visible worker has
+        imported it, when hidden tests are selected, and where the two workers cannot
+        meet. As root that takes a sandbox user of its own from the pool (the visible
+        worker's user is swept when it stops); with a named sandbox user, or none free,
+        the hidden worker starts when the hidden tests do, as it always may."""
+        if not self.hidden_selected or self.hidden_runner is not None \
+                or self.visible_finished or not self.runner.imported:
+            return
+        sandbox = None
+        if self.runner.sandbox is not None:
+            if self.settings.sandbox_user != DEFAULT_SANDBOX_USER:
+                return
+            try:
+                sandbox = claim_sandbox_user()
+            except GraderError:
+                return
+        try:
+            runner = StudentRunner(self.submission, limits=self.settings.limits,
+                                   sandbox=sandbox, budget=self.runner.budget)
+        except BaseException:
+            if sandbox is not None:
+                sandbox.release()
+            raise
+        self.hidden_runner = runner
+        runner.start(preload_pint=False)  # the hidden cases pass no quantities
 
     def _outcome_line(self) -> str:
         """How grading went, the first part of results.json's top-level output."""

@@ -370,6 +370,7 @@ class StudentRunner:
         self._garbage: Counter[str] = Counter()
         self._pint_ready = False
         self._started = False
+        self._imported = False
         self.calls = 0
 
     def __enter__(self) -> StudentRunner:
@@ -389,6 +390,11 @@ class StudentRunner:
         if self._grader_definitions is None:
             self._grader_definitions = grader_definitions(self.root)
         return self._grader_definitions
+
+    @property
+    def imported(self) -> bool:
+        """Whether a worker has imported the submission (and no start failed since)."""
+        return self._imported and self._import_error is None
 
     @property
     def import_error(self) -> str | None:
@@ -638,13 +644,14 @@ class StudentRunner:
             return CallOutcome("abandoned", message=budget_message(self.budget.total_s))
         return None
 
-    def start(self) -> None:
-        """Start the worker now, without waiting: it imports the submission (and pint)
-        while the grader collects its tests. The first call waits for it to be ready."""
+    def start(self, *, preload_pint: bool = True) -> None:
+        """Start the worker now, without waiting: it imports the submission (and pint,
+        when ``preload_pint``) while the grader goes on. The first call waits for it to be
+        ready."""
         if self._worker is None and self._import_error is None:
             started = time.monotonic()
             try:
-                self._launch(preload_pint=True)
+                self._launch(preload_pint=preload_pint)
             finally:
                 self.budget.spent_s += time.monotonic() - started
 
@@ -698,6 +705,7 @@ class StudentRunner:
             self._stop()
             raise _WorkerGone("unimportable", self._import_error)
         worker.ready = True
+        self._imported = True
         self._pint_ready = bool(reply.get("pint"))
         if restart:  # restarts only happen after a kill: they cost hanging time too
             self.budget.hang_spent_s += time.monotonic() - started
