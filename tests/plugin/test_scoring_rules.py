@@ -12,6 +12,7 @@ import pytest
 from helpers import CORPUS, FAKES, REPO
 
 from graders.grading.cases import serve_cases
+from graders.sandbox.privileges import running_as_root
 
 CORRECT = CORPUS / "correct" / "serving.py"
 BUGGY = CORPUS / "p99_at_q095" / "serving.py"
@@ -136,6 +137,60 @@ def serve(n_requests, batch_size, **kwargs):
     assert document["score"] == 100.0
     assert "LEAK" not in json.dumps(document)
     assert "LEAK" not in result.stdout.str()
+
+
+#: A conftest that logs, in order, every start, call and close of every StudentRunner.
+RUNNER_EVENTS = """
+import json, os
+from graders.sandbox import runner as _runner
+
+_LOG = os.path.join(os.path.dirname(__file__), "events.jsonl")
+
+
+def _wrap(name):
+    original = getattr(_runner.StudentRunner, name)
+
+    def wrapped(self, *args, **kwargs):
+        with open(_LOG, "a") as stream:
+            stream.write(json.dumps([name, id(self)]) + "\\n")
+        return original(self, *args, **kwargs)
+
+    setattr(_runner.StudentRunner, name, wrapped)
+
+
+for _name in ("start", "call", "call_many", "close"):
+    _wrap(_name)
+"""
+
+
+@pytest.mark.parametrize("user", ["pool", "named"])
+def test_the_hidden_worker_is_asked_nothing_before_the_visible_one_stops(
+        pytester: pytest.Pytester, submission: Path, user: str) -> None:
+    """It may start (and import the submission) while the invariant tests run, under a
+    sandbox user of its own as root; with a named sandbox user it starts after them."""
+    if user == "named" and not running_as_root():
+        pytest.skip("a named sandbox user is root's")
+    shutil.copy(CORRECT, submission)
+    pytester.makeconftest(RUNNER_EVENTS)
+    named = ["--grader-sandbox-user", "serving-sandbox-60"] if user == "named" else []
+    result = pytester.runpytest("--student", "serving.py", "--grader-results", "out.json",
+                                "-p", "no:randomly", *named)
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+    events = [tuple(json.loads(line)) for line in
+              (pytester.path / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    runners = list(dict.fromkeys(ident for _, ident in events))
+    assert len(runners) == 2
+    visible, hidden = runners
+    stopped = events.index(("close", visible))
+    asked = [index for index, (name, ident) in enumerate(events)
+             if ident == hidden and name in ("call", "call_many")]
+    assert asked
+    assert min(asked) > stopped
+    assert not any(ident == visible and name in ("call", "call_many")
+                   for name, ident in events[stopped:])
+    started_early = ("start", hidden) in events[:stopped]
+    assert started_early is (user == "pool")
+    assert results(pytester.path / "out.json")["score"] == 100.0
 
 
 def test_invariants_of_a_constant_function_pay_nothing(pytester: pytest.Pytester,
