@@ -1,7 +1,7 @@
 """Speed of the grader, as ratios against baselines measured in the same run.
 
-Usage: ``python bench/run.py [--repeat N] [--calls N] [--submissions N] [--write
-bench/RESULTS.md]``
+Usage: ``python bench/run.py [--repeat N] [--calls N] [--submissions N] [--no-suite]
+[--write bench/RESULTS.md]``
 
 - grading: ``graders grade`` on the correct corpus submission, against the import floor
   ``python -c "import pytest, pint, hypothesis"`` (target: within 2x);
@@ -14,7 +14,10 @@ bench/RESULTS.md]``
 - reference: ``queueing_latency`` at 10,000 replicas, against one at 1 replica;
 - regrade: ``graders regrade`` of N generated submissions (every other one correct, the
   rest cycling through the corpus bugs) at ``--jobs 1`` and ``--jobs 2``, in submissions
-  per hour (target at ``--jobs 2`` on 2 cores: 6,000 an hour, 10,000 the goal).
+  per hour (target at ``--jobs 2`` on 2 cores: 6,000 an hour, 10,000 the goal);
+- the worker's start: from starting a worker to its first answer, with pint preloaded (the
+  visible tests' worker) and without (the hidden tests' worker), against the floor;
+- the default test suite's wall time (``--no-suite`` leaves it out; target: 5 minutes).
 """
 
 from __future__ import annotations
@@ -80,6 +83,42 @@ def runner_rates(calls: int) -> tuple[float, float, float]:
     erlang_c: Callable[..., object] = namespace["erlang_c"]  # type: ignore[assignment]
     local = calls_per_second(lambda: erlang_c(200.0, 20.0, 16), calls)
     return remote, pipelined, local
+
+
+def worker_start_times(repeat: int) -> tuple[float, float]:
+    """Median seconds from starting a worker to its first answer (it has imported the
+    submission): with pint preloaded, as the visible tests' worker starts, and without, as
+    the hidden tests' worker does. As root, under a sandbox user, as a grading runs it."""
+    from graders.sandbox.privileges import claim_sandbox_user, running_as_root
+    from graders.sandbox.runner import StudentRunner
+
+    sandbox = claim_sandbox_user() if running_as_root() else None
+    code = CORRECT.read_bytes()
+    medians = []
+    try:
+        for preload in (True, False):
+            seconds = []
+            for round_number in range(repeat + 1):
+                with StudentRunner(code, sandbox=sandbox) as runner:
+                    started = time.perf_counter()
+                    runner.start(preload_pint=preload)
+                    runner.call("erlang_c", (200.0, 20.0, 16))
+                    if round_number:
+                        seconds.append(time.perf_counter() - started)
+            medians.append(statistics.median(seconds))
+    finally:
+        if sandbox is not None:
+            sandbox.release()
+    return medians[0], medians[1]
+
+
+def suite_seconds() -> float:
+    """Wall seconds of the default test suite (``python -m pytest -q``, slow tests left out),
+    run once."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=REPO,
+                   check=True, capture_output=True)
+    return time.perf_counter() - started
 
 
 def student_bundle(scratch: Path) -> tuple[Path, Path]:
@@ -157,6 +196,8 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=5000, help="runner calls to time")
     parser.add_argument("--submissions", type=int, default=100,
                         help="generated submissions to regrade (0: skip the regrade)")
+    parser.add_argument("--suite", action=argparse.BooleanOptionalAction, default=True,
+                        help="time the default test suite too (about 3 minutes)")
     parser.add_argument("--write", metavar="FILE", help="also write a Markdown report here")
     args = parser.parse_args()
 
@@ -172,6 +213,7 @@ def main() -> int:
             [floor_command, grade_command, [str(bundle_pytest), "-q"], html_command],
             args.repeat, cwd=[None, None, bundle, None])
     remote, pipelined, local = runner_rates(args.calls)
+    visible_start, hidden_start = worker_start_times(args.repeat)
     big, small = reference_times()
     regrade = regrade_times(args.submissions) if args.submissions else None
     floor_s, grade_s = statistics.median(floor), statistics.median(grade)
@@ -190,6 +232,10 @@ def main() -> int:
          f"{pipelined / remote:.2f}x one by one"),
         ("reference queueing_latency, 10,000 replicas", f"{big * 1e3:.3f} ms",
          f"{big / small:.0f}x one replica ({small * 1e6:.1f} us)"),
+        ("worker start to first answer, pint preloaded (visible)",
+         f"{visible_start * 1e3:.1f} ms", f"{visible_start / floor_s:.2f}x the floor"),
+        ("worker start to first answer, no pint (hidden)", f"{hidden_start * 1e3:.1f} ms",
+         f"{hidden_start / floor_s:.2f}x the floor; started while the invariants run"),
     ]
     if regrade is not None:
         one, two, same = regrade
@@ -201,6 +247,10 @@ def main() -> int:
              f"{count / two * 3600:,.0f} submissions/hour (target 6,000, goal 10,000); "
              f"{one / two:.2f}x --jobs 1; same grades.csv: {'yes' if same else 'NO'}"),
         ]
+    if args.suite:
+        suite = suite_seconds()
+        rows.append(("default test suite (python -m pytest -q)", f"{suite:.0f} s",
+                     f"{suite / 60:.1f} minutes (target <= 5)"))
     width = max(len(row[0]) for row in rows)
     lines = [f"{name:<{width}}  {value:>16}  {ratio}" for name, value, ratio in rows]
     print("\n".join(lines))
@@ -208,7 +258,8 @@ def main() -> int:
         table = ["| measure | value | ratio |", "|---|---|---|"]
         table += [f"| {name} | {value} | {ratio} |" for name, value, ratio in rows]
         command = (f"python bench/run.py --repeat {args.repeat} --calls {args.calls} "
-                   f"--submissions {args.submissions} --write {args.write}")
+                   f"--submissions {args.submissions}{'' if args.suite else ' --no-suite'} "
+                   f"--write {args.write}")
         report = [
             "# Benchmark results", "",
             f"Reproduce with `{command}`.", "",
