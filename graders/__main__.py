@@ -1,5 +1,5 @@
 """``python -m graders``: the same as the ``graders`` console script."""
 
-from graders.cli import main
+from graders.cli import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())
