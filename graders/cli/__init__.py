@@ -211,13 +211,14 @@ def console_main() -> int:
     finalize then, the results are written and the workers stopped. Only for a process
     that ends after one command: a long-lived caller (the regrade's grading process) calls
     :func:`main`, whose garbage is collected as usual."""
-    code = main()
+    code = main(one_shot=True)
     gc.freeze()
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return its exit code."""
+def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:
+    """Run the command line and return its exit code; ``one_shot``: the process ends after
+    it (a grading then freezes its start-up heap, see :func:`graders.cli.grade.run_grade`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -225,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "grade":
             from graders.cli.grade import run_grade
 
-            return run_grade(args)
+            return run_grade(args, one_shot=one_shot)
         if args.command == "export":
             return _run_export(args)
         if args.command == "regrade":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -190,8 +191,20 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
     return arguments
 
 
-def run_grade(args: argparse.Namespace) -> int:
-    """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means.
+class FrozenStartupHeap:
+    """A pytest plugin for a grading in a process that ends after it: once collection
+    ends, the heap built so far (the modules, pint's registry, the tracks, the tests) is
+    frozen, so the grading's garbage collections skip it (about 0.03 s). Never in a
+    long-lived process: what it freezes is never collected."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        gc.freeze()
+
+
+def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
+    """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means;
+    ``one_shot``: the process ends after this grading (see :class:`FrozenStartupHeap`).
 
     Every usage error is found before grading starts, and leaves the same thing behind
     (never an earlier run's outputs): a 0-point results file with the reason for a
@@ -211,7 +224,7 @@ def run_grade(args: argparse.Namespace) -> int:
     interruption = Interruption()
     try:
         with interruptible() as interruption:
-            return _grade(args, submission, fail_under, github_output)
+            return _grade(args, submission, fail_under, github_output, one_shot=one_shot)
     except GraderError:
         raise
     except KeyboardInterrupt as error:  # SIGINT or SIGTERM: the run cleaned up on its way out
@@ -226,7 +239,7 @@ def run_grade(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
-           github_output: Path | None) -> int:
+           github_output: Path | None, *, one_shot: bool = False) -> int:
     """The grading run itself: pytest in a private scratch folder, the outputs installed."""
     start_probe()  # the confinement probe runs while pytest starts
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
@@ -240,7 +253,8 @@ def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
                                      github_output is not None)
         workdir = scratch / "run"
         workdir.mkdir()
-        code = pytest.main(pytest_arguments(args, workdir, submission.resolve()))
+        code = pytest.main(pytest_arguments(args, workdir, submission.resolve()),
+                           plugins=[FrozenStartupHeap()] if one_shot else [])
         if code == pytest.ExitCode.USAGE_ERROR:
             return USAGE_ERROR
         if code == pytest.ExitCode.INTERRUPTED:  # before the plugin's hooks could say so

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -324,3 +325,25 @@ def test_the_top_level_help_has_no_raw_markup_and_tracks_has_no_list() -> None:
     assert "``" not in top.stdout
     tracks = graders("tracks", "--help")
     assert "list" not in tracks.stdout
+
+
+FREEZE_PROBE = """
+import gc, sys
+from graders.cli import main
+code = main(["grade", sys.argv[1], "--results", sys.argv[2]], one_shot=sys.argv[3] == "yes")
+print(code, gc.get_freeze_count())
+"""
+
+
+@pytest.mark.parametrize("one_shot", [True, False])
+def test_only_a_one_shot_grading_freezes_its_start_up_heap(tmp_path: Path,
+                                                           one_shot: bool) -> None:
+    """The ``graders`` command ends after its grading: its start-up heap is frozen, so
+    the grading's collections skip it. A long-lived caller (the regrade's grading process)
+    freezes nothing: what it froze would never be collected."""
+    run = subprocess.run([sys.executable, "-c", FREEZE_PROBE, str(CORRECT),
+                          str(tmp_path / "results.json"), "yes" if one_shot else "no"],
+                         capture_output=True, text=True, check=True, cwd=REPO)
+    code, frozen = run.stdout.split()[-2:]
+    assert code == "0"
+    assert (int(frozen) > 0) is one_shot
