@@ -81,6 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from graders.errors import GRADER_FAILED_EXIT, GraderError, GraderFailure
     from graders.plugin import fixtures
+    from graders.plugin.bytecode import write_bytecode
     from graders.plugin.hooks import GradingHooks, JsonReportMetadata
     from graders.plugin.session import GradingSession
     from graders.results.files import check_output_file
@@ -90,6 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         return load_tracks(settings.tracks or default_tracks_dir())
 
+    config.add_cleanup(write_bytecode)  # for the next run, once this one is over
     try:
         for path, flag in ((settings.results, "--grader-results"),
                            (settings.classroom, "--grader-classroom"),
