@@ -7,7 +7,9 @@ grading. So, after a grading, the modules of this package that it imported and w
 bytecode is missing or older than their source get it, as ``tasks.py`` compiles the
 course's install; the next run reads it. Only ``__pycache__`` folders of the grader's
 own package are written (the student bundle's ``.gitignore`` ignores them), never
-beside ``serving.py``; where the package cannot be written, nothing is.
+beside ``serving.py``, each file with its source's permissions (as Python writes its
+own: a source only its owner may read gives bytecode only its owner may read); where
+the package cannot be written, nothing is.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +62,16 @@ def test_writing_gives_every_stale_module_bytecode_that_python_then_reads(
     monkeypatch.setattr(importlib.machinery.SourceFileLoader, "source_to_code", no_compiling)
     del sys.modules[f"{PACKAGE}.inner"]
     assert importlib.import_module(f"{PACKAGE}.inner").VALUE == 1
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_bytecode_is_as_private_as_its_source(package: Path) -> None:
+    inner = package / "inner.py"
+    inner.chmod(0o600)
+    write_bytecode(PACKAGE)
+    assert stat.S_IMODE(cached(inner).stat().st_mode) == 0o600
+    assert stat.S_IMODE(cached(package / "__init__.py").stat().st_mode) == \
+        stat.S_IMODE((package / "__init__.py").stat().st_mode)
 
 
 def test_a_source_newer_than_its_bytecode_is_stale_again(package: Path) -> None:
