@@ -84,6 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
     start_probe()  # runs while the outputs are checked and the submission is read
     from graders.errors import GRADER_FAILED_EXIT, GraderError, GraderFailure
     from graders.plugin import fixtures
+    from graders.plugin.bytecode import write_bytecode
+    from graders.plugin.exit import freeze_heap_at_exit
     from graders.plugin.hooks import GradingHooks, JsonReportMetadata
     from graders.plugin.session import GradingSession
     from graders.results.files import check_output_file
@@ -93,6 +95,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
         return load_tracks(settings.tracks or default_tracks_dir())
 
+    config.add_cleanup(write_bytecode)  # for the next run, once this one is over
+    freeze_heap_at_exit()
     try:
         for path, flag in ((settings.results, "--grader-results"),
                            (settings.classroom, "--grader-classroom"),

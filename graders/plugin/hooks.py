@@ -34,6 +34,7 @@ from graders.grading.scoring import (
 )
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
+from graders.plugin.suite_imports import import_suite_module
 from graders.plugin.usage import usage_error
 from graders.results.reports import grader_failure_results, interrupted_results, score_table
 from graders.sandbox.interrupts import interrupted_by
@@ -42,6 +43,7 @@ from graders.suite import EXTENSIONS_MODULE, HIDDEN_PREFIX
 from graders.versions import drift_warning
 
 SUITE_DIR = Path(__file__).parents[1] / "suite"
+SUITE_PACKAGE = "graders.suite"
 #: The one line a local run (a student bundle: no reference) ends with.
 PREVIEW_LINE = ("This score is a preview: the official grade also checks every function on "
                 "inputs you have not seen.")
@@ -241,6 +243,7 @@ def _suite_items(session: pytest.Session, grading: GradingSession, *,
             continue  # hidden tests need the reference (and the bundle leaves them out)
         if path.name == EXTENSIONS_MODULE and not _extensions_on(grading):
             continue
+        import_suite_module(path, f"{SUITE_PACKAGE}.{path.stem}")
         module = pytest.Module.from_parent(session, path=path,
                                            nodeid=f"graders/suite/{path.name}")
         found = module.collect() if quietly else session.genitems(module)

@@ -148,8 +148,9 @@ def test_an_output_that_names_another_input_or_output_is_refused_untouched(
     ["export", "student", str(REPO / "graders" / "bundle")],
 ])
 def test_an_export_into_the_graders_own_sources_is_refused(arguments: list[str]) -> None:
-    assert_usage_error(graders(*arguments), "outputs never" if "bundle" in arguments[-1]
-                       or "x.zip" in arguments[-1] else "never overwrites")
+    target = Path(arguments[-1]).name  # not the whole path: a checkout may be called bundle
+    assert_usage_error(graders(*arguments), "outputs never" if target in ("bundle", "x.zip")
+                       else "never overwrites")
     assert not (REPO / "tracks" / "x.zip").exists()
     assert not (REPO / "graders" / "bundle").exists()
 

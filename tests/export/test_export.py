@@ -10,8 +10,10 @@ two hostile submissions.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.config import default_plugins
 from helpers import ADVERSARIAL, CORPUS, REPO, assert_usage_error, graders, load
 
 from graders.export.build import SuiteTest, export_student, suite_tests, visible_share
@@ -30,7 +33,13 @@ from graders.grading.cases import visible_cases
 from graders.grading.scoring import GraderMark
 from graders.results.reports import gradescope_problems
 from graders.trackfiles.tracks import default_tracks_dir, load_track, load_tracks
-from graders.versions import GRADING_PACKAGES, REPORT_PACKAGES, pinned, pinned_requirements
+from graders.versions import (
+    GRADING_PACKAGES,
+    REPORT_PACKAGES,
+    distribution_closure,
+    pinned,
+    pinned_requirements,
+)
 
 TEMPLATE = REPO / "student_template" / "serving.py"
 #: A buggy submission and its exact score in helpers.CORPUS_EXPECTED.
@@ -168,6 +177,27 @@ def test_the_bundle_pyproject_installs_the_plugin_without_the_reference(bundle: 
     assert "optional-dependencies" not in project["project"]
     assert not any(name.startswith("matplotlib") for name in dependencies)
     assert "constraints.txt" in project["tool"]["setuptools"]["package-data"]["graders"]
+
+
+def test_the_bundle_pytest_runs_without_the_plugins_a_grading_does_not_use(
+        bundle: Path) -> None:
+    project = tomllib.loads((bundle / "pyproject.toml").read_text(encoding="utf-8"))
+    options = shlex.split(project["tool"]["pytest"]["ini_options"]["addopts"])
+    assert options[0] == "--tb=no"
+    assert "--assert=plain" not in options  # a student's own tests keep pytest's messages
+    blocked = {value[3:] for flag, value in zip(options, options[1:], strict=False)
+               if flag == "-p" and value.startswith("no:")}
+    assert blocked == {"unraisableexception", "metadata", "pytest_jsonreport"}
+    # each is the name pytest knows it by, so that blocking it works: the builtin plugin
+    # graders grade leaves out too, and the pytest11 entry points of the grading
+    # dependencies' distributions (pytest-json-report, and the pytest-metadata it needs)
+    assert "unraisableexception" in default_plugins
+    grading_entry_points = {entry.name: entry.dist.name for entry in
+                            importlib.metadata.entry_points(group="pytest11")
+                            if entry.dist is not None}
+    closure = {dist.metadata["Name"] for dist in distribution_closure(GRADING_PACKAGES)}
+    assert {grading_entry_points["metadata"],
+            grading_entry_points["pytest_jsonreport"]} <= closure
 
 
 def test_the_student_readme_states_the_visible_points(bundle: Path) -> None:
@@ -342,22 +372,41 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     official = pins.read_text(encoding="utf-8")
     pins.write_text(official.replace(f"Pint=={pinned()['pint']}", "Pint==0.0.1"),
                     encoding="utf-8")
-    drifted = run([python.with_name("pytest"), "--collect-only"], cwd=clone)
+    # as where bytecode cannot be cached: the grader writes its own (below)
+    no_bytecode = {"PYTHONDONTWRITEBYTECODE": "1"}
+    drifted = run([python.with_name("pytest"), "--collect-only"], cwd=clone, env=no_bytecode)
     assert "serving-grader: WARNING: pint " in drifted.stdout
     assert "(official: 0.0.1): your local score may differ" in drifted.stdout
     pins.write_text(official, encoding="utf-8")
 
     pytest_bin = python.with_name("pytest")
-    template = run([pytest_bin, "--grader-results", "template.json"], cwd=clone)
+    template = run([pytest_bin, "--grader-results", "template.json"], cwd=clone,
+                   env=no_bytecode)
     assert template.returncode == 1, template.stdout
     assert "TOTAL 0.00 / 95.00" in template.stdout
     assert "INTERNALERROR" not in template.stdout + template.stderr
     assert load(clone / "template.json")["score"] == 0.0
 
     shutil.copyfile(CORPUS / "correct" / "serving.py", clone / "serving.py")
-    correct = run([pytest_bin, "--grader-results", "correct.json"], cwd=clone)
+    correct = run([pytest_bin, "--grader-results", "correct.json"], cwd=clone,
+                  env=no_bytecode)
     assert correct.returncode == 0, correct.stdout
     assert "TOTAL 95.00 / 95.00" in correct.stdout
+    # pytest-metadata and pytest-json-report stay out (the bundle's addopts); the rest loads
+    plugins = next(line for line in correct.stdout.splitlines() if line.startswith("plugins:"))
+    assert {word for word in ("hypothesis", "serving-lab-student", "metadata", "json-report")
+            if word in plugins} == {"hypothesis", "serving-lab-student"}
+    # the grader's modules have bytecode for the next run; nothing beside serving.py has
+    compiled = {p.relative_to(clone).parts[:2] for p in clone.rglob("*.pyc")}
+    assert {("graders", "plugin"), ("graders", "sandbox")} <= compiled
+    assert {parts[0] for parts in compiled} == {"graders"}
+    # and the json report comes back when asked for
+    report = run([pytest_bin, "-q", "-p", "pytest_jsonreport", "--json-report",
+                  "--json-report-file", "report.json"], cwd=clone)
+    assert report.returncode == 0, report.stdout + report.stderr
+    reported = load(clone / "report.json")["tests"]
+    assert len(reported) == 46
+    assert all(t["metadata"]["score"] == t["metadata"]["max_score"] > 0 for t in reported)
     results = load(clone / "correct.json")
     assert results["score"] == 95.0
     assert len(results["tests"]) == 46
