@@ -9,7 +9,6 @@ score below the bar, and 130 when ``regrade`` is interrupted (run it again to re
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -204,16 +203,10 @@ def _add_reality(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 
 def console_main() -> int:
-    """The ``graders`` command: :func:`main`, in a process that ends right after it.
-
-    Its heap (pytest's, pint's, the tracks') is frozen before the interpreter exits, so the
-    exit's garbage collection skips it (about 0.05 s of a grading): nothing is left to
-    finalize then, the results are written and the workers stopped. Only for a process
-    that ends after one command: a long-lived caller (the regrade's grading process) calls
-    :func:`main`, whose garbage is collected as usual."""
-    code = main(one_shot=True)
-    gc.freeze()
-    return code
+    """The ``graders`` command: :func:`main`, in a process that ends right after it (a
+    grading then freezes its start-up heap: :class:`graders.cli.grade.FrozenStartupHeap`).
+    A long-lived caller (the regrade's grading process) calls :func:`main` instead."""
+    return main(one_shot=True)
 
 
 def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:
