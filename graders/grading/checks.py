@@ -21,7 +21,7 @@ from graders.grading.credit import (
 )
 from graders.grading.hints import hint_for
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
-from graders.sandbox.wire import encode_argument
+from graders.sandbox.wire import MAPPING, TUPLE, encode_argument
 
 #: Functions whose infinite values mean an unstable queue.
 QUEUE_FUNCTIONS = frozenset({"erlang_c", "queueing_latency", "batching_tax"})
@@ -396,14 +396,17 @@ class Answer:
     """A student call asked through :meth:`Student.ask`: made with every call asked before
     it, pipelined, when its value is first read."""
 
-    __slots__ = ("_student", "function", "args", "kwargs", "asked", "outcome")
+    __slots__ = ("_student", "function", "args", "kwargs", "encoded", "asked", "outcome")
 
     def __init__(self, student: Student, function: str, args: tuple[Any, ...],
-                 kwargs: dict[str, Any], asked: str) -> None:
+                 kwargs: dict[str, Any], asked: str,
+                 encoded: tuple[list[Any], dict[str, Any]]) -> None:
         self._student = student
         self.function = function
         self.args = args
         self.kwargs = kwargs
+        #: ``args`` and ``kwargs`` as the worker receives them.
+        self.encoded = encoded
         #: The call's inputs as plain JSON (the key of "same input, same answer").
         self.asked = asked
         #: What the call produced, once made.
@@ -422,11 +425,13 @@ class Answer:
 class Student:
     """The student's functions for one invariant test: plain data back, or a failed assertion.
 
-    Calls are asked first (:meth:`ask`) and made when an answer is first read: every call
-    asked by then goes to the worker in one pipeline, in the order asked, so a test that
-    asks all of its examples' calls before it checks them costs one round trip, not one
-    per call. A batch stops at its first failed call (its answer fails the check that
-    reads it); the calls after it are made only if read.
+    Calls are asked first (:meth:`ask`) and sent when an answer is first read: every call
+    asked by then goes to the worker in one pipeline, in the order asked, and each answer
+    is read when it is needed, so a test that asks all of its examples' calls before it
+    checks them costs one round trip, not one per call, and checks while the worker
+    computes. A pipeline stops at its first failed call (its answer fails the check that
+    reads it); the calls after it are sent again only if read. :meth:`settle` ends the
+    pipeline when the test is done.
 
     ``gate`` says why the test's function has not earned its invariants (None when it
     has). The same input must always get the same answer.
@@ -438,8 +443,12 @@ class Student:
         self._runner = runner
         self._gate = gate
         self._record = record
-        self._answers: dict[str, str] = {}
+        #: The first answer to each input asked (compared with any later one).
+        self._answers: dict[str, Any] = {}
+        #: Calls asked and not sent yet, and calls sent and not answered yet, in order.
         self._unsent: list[Answer] = []
+        self._sent: list[Answer] = []
+        self._outcomes: Generator[CallOutcome, None, None] | None = None
         self.test_name = test_name
 
     def require_real_answers(self) -> None:
@@ -452,10 +461,13 @@ class Student:
         """Ask for ``function(*args, **kwargs)``; the call is made when its answer is read.
 
         Every input asked is passed to ``record`` first (the run's digest of its inputs)."""
-        asked = json.dumps([function, encode_argument(args), encode_argument(kwargs)],
+        encoded = ([encode_argument(arg) for arg in args],
+                   {key: encode_argument(value) for key, value in kwargs.items()})
+        # as encode_argument(args) and encode_argument(kwargs) would encode them
+        asked = json.dumps([function, {TUPLE: encoded[0]}, {MAPPING: encoded[1]}],
                            sort_keys=True)
         self._record(f"{self.test_name}\n{asked}\n")
-        answer = Answer(self, function, args, kwargs, asked)
+        answer = Answer(self, function, args, kwargs, asked, encoded)
         self._unsent.append(answer)
         return answer
 
@@ -468,33 +480,52 @@ class Student:
         """``answer``'s plain result (making it and every call asked before it first), or
         :class:`StudentCallFailed`."""
         while answer.outcome is None:
-            self._make_asked_calls()
+            if answer in self._sent:
+                self._next_outcome()
+            else:
+                self.settle()
+                self._send_asked()
         outcome = answer.outcome
         if not outcome.ok:
             shown = ", ".join([*map(_argument, answer.args),
                                *(f"{k}={_argument(v)}" for k, v in answer.kwargs.items())])
             reason = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
             raise StudentCallFailed(f"{reason}, in {answer.function}({shown})")
-        key = answer_key(outcome.value)
-        if self._answers.setdefault(answer.asked, key) != key:
+        first = self._answers.setdefault(answer.asked, outcome.value)
+        if first is not outcome.value and answer_key(first) != answer_key(outcome.value):
             raise StudentCallFailed(f"{answer.function} gave different answers to the same "
                                     "input (its results must depend on its inputs only)")
         return outcome.value
 
-    def _make_asked_calls(self) -> None:
-        """Make the calls asked and not made yet, pipelined, up to the first that fails."""
-        batch, self._unsent = self._unsent, []
-        outcomes = self._call_many([
+    def _send_asked(self) -> None:
+        """Send every call asked and not sent yet, in one pipeline; their answers are read
+        as they are needed, so the checks of the first run while the worker computes the
+        next."""
+        self._sent, self._unsent = self._unsent, []
+        self._outcomes = self._call_many([
             CallRequest(answer.function, answer.args, answer.kwargs,
-                        RESULT_FIELDS[answer.function]) for answer in batch])
-        try:
-            for answer, outcome in zip(batch, outcomes, strict=False):
-                answer.outcome = outcome
-                if not outcome.ok:
-                    break
-        finally:
+                        RESULT_FIELDS[answer.function], answer.encoded)
+            for answer in self._sent])
+
+    def _next_outcome(self) -> None:
+        """Read the next sent call's outcome; after a failed one, stop the pipeline (the
+        calls sent after it are asked again if they are read)."""
+        assert self._outcomes is not None
+        answer = self._sent[0]
+        answer.outcome = next(self._outcomes)
+        del self._sent[0]
+        if not answer.outcome.ok:
+            self.settle()
+
+    def settle(self) -> None:
+        """Stop the pipeline: the replies of the calls written are read and dropped, and the
+        calls sent but not answered go back to the asked ones, in their order. Called once
+        a test is done with its answers, before anything else uses the worker."""
+        outcomes, self._outcomes = self._outcomes, None
+        if outcomes is not None:
             outcomes.close()
-        self._unsent = [answer for answer in batch if answer.outcome is None] + self._unsent
+        self._unsent = self._sent + self._unsent
+        self._sent = []
 
     def _call_many(self, requests: list[CallRequest]) -> Generator[CallOutcome, None, None]:
         """The outcomes of ``requests``, in order, from the worker (pipelined)."""

@@ -137,10 +137,23 @@ def _holds_quantity(value: Any, depth: int = 0) -> bool:
     return False
 
 
+#: Each case's :func:`inputs_key`, by id, with the case (so the id is not reused while
+#: it is kept): a case's key is asked when it is drawn, kept and digested.
+_KEYS: dict[int, tuple[Case, str]] = {}
+_KEYS_KEPT = 4096
+
+
 def inputs_key(case: Case) -> str:
     """A case's inputs as canonical text: equal inputs give equal keys."""
-    return json.dumps(encode_argument([case.function, case.args, dict(case.kwargs)]),
-                      sort_keys=True)
+    kept = _KEYS.get(id(case))
+    if kept is not None and kept[0] is case:
+        return kept[1]
+    key = json.dumps(encode_argument([case.function, case.args, dict(case.kwargs)]),
+                     sort_keys=True)
+    if len(_KEYS) >= _KEYS_KEPT:
+        _KEYS.clear()
+    _KEYS[id(case)] = (case, key)
+    return key
 
 
 def unseen_cases(seed_text: str, templates: Iterable[Case], count: int,
@@ -165,8 +178,9 @@ def unseen_cases(seed_text: str, templates: Iterable[Case], count: int,
                 case = Case(f"unseen {index + 1}", template.function,
                             moved(template.args, rng, objects=objects),
                             moved(dict(template.kwargs), rng, objects=objects), track_id)
-                if inputs_key(case) not in seen:
-                    seen.add(inputs_key(case))
+                key = inputs_key(case)
+                if key not in seen:
+                    seen.add(key)
                     drawn.append(case)
                     break
     return drawn

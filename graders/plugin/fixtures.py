@@ -32,7 +32,7 @@ class SessionCases:
     hidden: bool
 
     def expected(self, case: Case) -> Any:
-        return self.session.oracle.expected(case)
+        return self.session.expected_value(case)
 
     def outcome(self, case: Case) -> CallOutcome:
         return self.session.case_outcome(case, hidden=self.hidden)

@@ -123,6 +123,8 @@ class GradingSession:
     unseen_inputs: Any = field(default_factory=hashlib.sha256)
     #: Each visible case judged, by case key.
     verdicts: dict[str, Verdict] = field(default_factory=dict)
+    #: The oracle's value of each case asked so far, with the case, by case key.
+    expected_values: dict[str, tuple[Case, Any]] = field(default_factory=dict)
     #: The grading's one final result, made once at the end (:meth:`final_results`): the
     #: terminal, the exit code and every file written come from it.
     final: Mapping[str, Any] | None = None
@@ -140,7 +142,16 @@ class GradingSession:
     @property
     def expected(self) -> Callable[[Case], Any]:
         """The expected plain value of a case (reference or golden file)."""
-        return self.oracle.expected
+        return self.expected_value
+
+    def expected_value(self, case: Case) -> Any:
+        """The oracle's value of ``case``, computed once per run: a case is judged by its
+        test and again for its function's evidence."""
+        kept = self.expected_values.get(case.key)
+        if kept is None or kept[0] != case:  # the same key always names the same inputs;
+            kept = (case, self.oracle.expected(case))  # the check costs little
+            self.expected_values[case.key] = kept
+        return kept[1]
 
     @classmethod
     def open(cls, settings: Settings, load_tracks: Callable[[], tuple[Track, ...]]
@@ -268,7 +279,7 @@ class GradingSession:
         return list(compare(expected, actual, self.settings.tolerance))
 
     def _verdict(self, case: Case, outcome: CallOutcome) -> Verdict:
-        expected = self.oracle.expected(case)
+        expected = self.expected_value(case)
         inputs = [*case.args, *case.kwargs.values()]
         differences = self._differences(expected, outcome.value) if outcome.ok else []
         right = nontrivial_matches(
@@ -337,7 +348,7 @@ class GradingSession:
         if self.settings.html is not None:
             from graders.feedback.page import FeedbackReport
 
-            self.feedback = FeedbackReport.measure(self.tracks, self.runner, self.oracle.expected)
+            self.feedback = FeedbackReport.measure(self.tracks, self.runner, self.expected_value)
         self.runner.close()
         self.visible_finished = True
 

@@ -107,6 +107,9 @@ class CallRequest:
     args: Sequence[Any] = ()
     kwargs: Mapping[str, Any] | None = None
     fields: Sequence[str] | None = None
+    #: ``args`` and ``kwargs`` already encoded (:func:`graders.sandbox.wire.encode_argument`
+    #: of each), when the caller has them: they are sent as they are.
+    encoded: tuple[list[Any], dict[str, Any]] | None = None
 
 
 class _WorkerGone(Exception):
@@ -593,12 +596,14 @@ class StudentRunner:
                 self.budget.spent_s += time.monotonic() - started
 
     def _encoded(self, request: CallRequest) -> dict[str, Any]:
+        args, kwargs = request.encoded if request.encoded is not None else (
+            [encode_argument(arg) for arg in request.args],
+            {key: encode_argument(value) for key, value in (request.kwargs or {}).items()})
         return {
             "op": "call",
             "fn": request.function,
-            "args": [encode_argument(arg) for arg in request.args],
-            "kwargs": {key: encode_argument(value)
-                       for key, value in (request.kwargs or {}).items()},
+            "args": args,
+            "kwargs": kwargs,
             "fields": list(request.fields) if request.fields is not None else None,
         }
 

@@ -47,7 +47,8 @@ def run_property(student: Student, examples: int, *inputs: st.Inputs) -> Callabl
 
     Every example's calls are asked first (each check runs up to its ``yield``), so they
     reach the worker in one pipeline, in the order a one-at-a-time run would make them;
-    then the examples are checked in order. The function under test must first have earned
+    then the examples are checked in order, each as soon as its answers arrive, while the
+    worker computes the next ones. The function under test must first have earned
     its invariants (real answers to its reference cases); :class:`Student` also fails the
     test when the same input gets two different answers.
     """
@@ -57,12 +58,15 @@ def run_property(student: Student, examples: int, *inputs: st.Inputs) -> Callabl
         names = list(inspect.signature(check).parameters)
         drawn = list(st.draw(student.test_name, examples, inputs))
         asked = []
-        for example in drawn:
-            steps = check(*example)
-            _step(steps, names, example, last=False)
-            asked.append((steps, example))
-        for steps, example in asked:
-            _step(steps, names, example, last=True)
+        try:
+            for example in drawn:
+                steps = check(*example)
+                _step(steps, names, example, last=False)
+                asked.append((steps, example))
+            for steps, example in asked:
+                _step(steps, names, example, last=True)
+        finally:
+            student.settle()  # the worker is left idle for the next test
 
     return decorate
 

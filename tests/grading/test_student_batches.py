@@ -42,11 +42,12 @@ def test_calls_asked_first_go_in_one_batch_in_the_order_asked() -> None:
     runner = ScriptedRunner(lambda request: _ok(request.args[0] * 10))
     student = Student(runner)  # type: ignore[arg-type]
     answers = [student.ask("erlang_c", n) for n in (1, 2, 3)]
-    assert runner.batches == []  # nothing is made before an answer is read
+    assert runner.batches == []  # nothing is sent before an answer is read
     assert answers[1].value == 20
-    assert runner.batches == [3]
-    assert runner.made == [("erlang_c", (1,)), ("erlang_c", (2,)), ("erlang_c", (3,))]
+    assert runner.batches == [3]  # all three sent at once...
+    assert runner.made == [("erlang_c", (1,)), ("erlang_c", (2,))]  # ...read as needed
     assert [answer.value for answer in answers] == [10, 20, 30]
+    assert runner.made == [("erlang_c", (1,)), ("erlang_c", (2,)), ("erlang_c", (3,))]
     assert runner.batches == [3]  # read again: never asked again
 
 
@@ -60,11 +61,22 @@ def test_a_batch_stops_at_its_first_failed_call() -> None:
     student = Student(runner)  # type: ignore[arg-type]
     one, two, three = (student.ask("erlang_c", n) for n in (1, 2, 3))
     assert one.value == 1
-    assert runner.made == [("erlang_c", (1,)), ("erlang_c", (2,))]  # 3 is not made
     with pytest.raises(StudentCallFailed, match=r"raised ValueError: two, in erlang_c\(2\)"):
         _ = two.value
-    assert three.value == 3  # made when read, in a batch of its own
+    assert runner.made == [("erlang_c", (1,)), ("erlang_c", (2,))]  # 3 is not read
+    assert three.value == 3  # sent again when read, in a batch of its own
     assert runner.batches == [3, 1]
+
+
+def test_settling_ends_the_pipeline_and_keeps_what_was_not_answered() -> None:
+    runner = ScriptedRunner(lambda request: _ok(request.args[0]))
+    student = Student(runner)  # type: ignore[arg-type]
+    one, two = student.ask("erlang_c", 1), student.ask("erlang_c", 2)
+    assert one.value == 1
+    student.settle()  # the test is done: the worker must be left idle
+    assert runner.made == [("erlang_c", (1,))]
+    assert two.value == 2  # still answered if read later, in a pipeline of its own
+    assert runner.batches == [2, 1]
 
 
 def test_two_answers_to_the_same_input_fail_the_check() -> None:
