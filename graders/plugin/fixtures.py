@@ -56,8 +56,14 @@ def student(request: pytest.FixtureRequest) -> Student:
     session = _session(request)
     score = request.node.stash.get(SCORE_KEY, None)
     function = score.function if score is not None else ""
-    return Student(session.runner, test_name=request.node.name,
-                   gate=lambda: session.invariant_refusal(function) if function else None,
+
+    def gate() -> str | None:
+        refusal = session.invariant_refusal(function) if function else None
+        session.settle()  # the student's calls find the worker idle
+        return refusal
+
+    session.settle()
+    return Student(session.runner, test_name=request.node.name, gate=gate,
                    record=lambda asked: session.invariant_inputs.update(asked.encode()))
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -123,6 +124,15 @@ class GradingSession:
     unseen_inputs: Any = field(default_factory=hashlib.sha256)
     #: Each visible case judged, by case key.
     verdicts: dict[str, Verdict] = field(default_factory=dict)
+    #: The pipeline of visible-worker calls being read (see :meth:`_send`): its
+    #: generator, and the (kind, case key) of each answer it still holds, in order.
+    pipeline: Generator[CallOutcome, None, None] | None = None
+    piped: collections.deque[tuple[str, str]] = field(default_factory=collections.deque)
+    piped_keys: set[tuple[str, str]] = field(default_factory=set)
+    visible_sent: bool = False
+    unseen_sent: bool = False
+    #: Each function's unseen inputs, drawn once (:meth:`_send_unseen`).
+    unseen_by_function: dict[str, list[Case]] = field(default_factory=dict)
     #: The oracle's value of each case asked so far, with the case, by case key.
     expected_values: dict[str, tuple[Case, Any]] = field(default_factory=dict)
     #: The grading's one final result, made once at the end (:meth:`final_results`): the
@@ -228,30 +238,81 @@ class GradingSession:
 
     def case_outcome(self, case: Case, *, hidden: bool) -> CallOutcome:
         """The student's answer to ``case``, asked once per run: hidden cases in the hidden
-        worker, the others in the visible one."""
-        key = ("hidden" if hidden else "visible", case.key)
+        worker, the others in the visible one (every visible case in one pipeline)."""
+        if hidden:
+            key = ("hidden", case.key)
+            if key not in self.outcomes:
+                self.outcomes[key] = self.start_hidden().call(case.function, case.args,
+                                                              case.kwargs, case.fields)
+            return self.outcomes[key]
+        return self._answer("visible", case)
+
+    def _answer(self, kind: str, case: Case) -> CallOutcome:
+        """The visible worker's answer to ``case`` (``kind``: "visible" or "unseen", kept
+        apart): read from the pipeline that holds it, once every visible case has been
+        sent in one (:meth:`_send_visible`); a case no pipeline holds is asked alone."""
+        key = (kind, case.key)
+        if key not in self.outcomes and kind == "visible":
+            self._send_visible()
+        while key not in self.outcomes and key in self.piped_keys:
+            self._read_piped()
         if key not in self.outcomes:
-            runner = self.start_hidden() if hidden else self.runner
-            self.outcomes[key] = runner.call(case.function, case.args, case.kwargs,
-                                             case.fields)
+            self.settle()
+            self.outcomes[key] = self.runner.call(case.function, case.args, case.kwargs,
+                                                  case.fields)
         return self.outcomes[key]
 
-    def _visible_outcomes(self, cases: list[Case], kind: str = "visible"
-                          ) -> Iterator[CallOutcome]:
-        """The visible worker's answer to each of ``cases``, in order: the ones not asked
-        yet are asked in one pipeline (the same calls, in the same order, as one by one).
-        ``kind`` keeps unseen cases apart from the visible ones."""
+    def _send_visible(self) -> None:
+        """Send every visible case of every function, once, in one pipeline (every grading
+        asks them all, for the evidence of each function): the worker computes them while
+        the grader judges the first ones."""
+        if self.visible_sent or self.visible_finished:
+            return
+        self.visible_sent = True
+        self._send("visible", [case for function in CONTRACT_FUNCTIONS
+                               for case in self._visible_cases(function)])
+
+    def _send(self, kind: str, cases: list[Case]) -> None:
+        """Send the cases of ``kind`` not answered yet in one pipeline, after the last."""
+        self.settle()
         missing: dict[str, Case] = {}
         for case in cases:
             if (kind, case.key) not in self.outcomes:
                 missing.setdefault(case.key, case)
-        answers = self.runner.call_many([CallRequest(case.function, case.args, case.kwargs,
-                                                     case.fields) for case in missing.values()])
+        if not missing:
+            return
+        self.piped = collections.deque((kind, case.key) for case in missing.values())
+        self.piped_keys = set(self.piped)
+        self.pipeline = self.runner.call_many([
+            CallRequest(case.function, case.args, case.kwargs, case.fields)
+            for case in missing.values()])
+
+    def _read_piped(self) -> None:
+        """Read the pipeline's next answer."""
+        assert self.pipeline is not None
+        key = self.piped.popleft()
+        self.piped_keys.discard(key)
+        self.outcomes[key] = next(self.pipeline)
+        if not self.piped:
+            self.settle()
+
+    def settle(self) -> None:
+        """Read every answer the pipeline still holds, so that the visible worker is idle
+        for whatever uses it next (an invariant test, the page's curves, its stop)."""
+        while self.piped:
+            key = self.piped.popleft()
+            self.piped_keys.discard(key)
+            assert self.pipeline is not None
+            self.outcomes[key] = next(self.pipeline)
+        pipeline, self.pipeline = self.pipeline, None
+        if pipeline is not None:
+            pipeline.close()
+
+    def _visible_outcomes(self, cases: list[Case], kind: str = "visible"
+                          ) -> Iterator[CallOutcome]:
+        """The visible worker's answer to each of ``cases``, in order, read as needed."""
         for case in cases:
-            key = (kind, case.key)
-            if key not in self.outcomes:
-                self.outcomes[key] = next(answers)
-            yield self.outcomes[key]
+            yield self._answer(kind, case)
 
     def _visible_cases(self, function: str) -> list[Case]:
         if not self.cases_by_function:
@@ -293,12 +354,8 @@ class GradingSession:
         if function not in self.unseen_evidences:
             evidence = UnseenEvidence()
             if self._draws_unseen(function) and not self.visible_finished:
-                assert self.unseen_seed is not None
-                visible = self._visible_cases(function)
-                cases = unseen_cases(self.unseen_seed, self._templates(function),
-                                     self.unseen_counts.get(function, DEFAULT_UNSEEN), visible)
-                for case in cases:
-                    self.unseen_inputs.update(f"{inputs_key(case)}\n".encode())
+                self._send_unseen()
+                cases = self.unseen_by_function.get(function, [])
                 for case, outcome in zip(cases, self._visible_outcomes(cases, "unseen"),
                                          strict=True):
                     verdict = self._verdict(case, outcome)
@@ -306,6 +363,26 @@ class GradingSession:
                                     values_right=verdict.values_right)
             self.unseen_evidences[function] = evidence
         return self.unseen_evidences[function]
+
+    def _send_unseen(self) -> None:
+        """Draw every function's unseen inputs (twins of the visible cases it passes, so
+        after the evidence of every function) and send them all in one pipeline, once."""
+        if self.unseen_sent:
+            return
+        self.unseen_sent = True
+        assert self.unseen_seed is not None
+        drawn: list[Case] = []
+        for function in CONTRACT_FUNCTIONS:
+            if not self._draws_unseen(function):
+                continue
+            cases = unseen_cases(self.unseen_seed, self._templates(function),
+                                 self.unseen_counts.get(function, DEFAULT_UNSEEN),
+                                 self._visible_cases(function))
+            for case in cases:
+                self.unseen_inputs.update(f"{inputs_key(case)}\n".encode())
+            self.unseen_by_function[function] = cases
+            drawn += cases
+        self._send("unseen", drawn)
 
     def _templates(self, function: str) -> list[Case]:
         """The visible cases whose twins are the unseen inputs: the non-trivial ones the
@@ -345,6 +422,7 @@ class GradingSession:
         for function in CONTRACT_FUNCTIONS:
             self.evidence(function)
             self.unseen(function)
+        self.settle()
         if self.settings.html is not None:
             from graders.feedback.page import FeedbackReport
 
