@@ -129,10 +129,8 @@ class GradingSession:
     pipeline: Generator[CallOutcome, None, None] | None = None
     piped: collections.deque[tuple[str, str]] = field(default_factory=collections.deque)
     piped_keys: set[tuple[str, str]] = field(default_factory=set)
-    visible_sent: bool = False
-    unseen_sent: bool = False
-    #: Each function's unseen inputs, drawn once (:meth:`_send_unseen`).
-    unseen_by_function: dict[str, list[Case]] = field(default_factory=dict)
+    #: The functions whose visible cases have been sent (:meth:`_send_visible`).
+    visible_sent: set[str] = field(default_factory=set)
     #: The oracle's value of each case asked so far, with the case, by case key.
     expected_values: dict[str, tuple[Case, Any]] = field(default_factory=dict)
     #: The grading's one final result, made once at the end (:meth:`final_results`): the
@@ -249,11 +247,12 @@ class GradingSession:
 
     def _answer(self, kind: str, case: Case) -> CallOutcome:
         """The visible worker's answer to ``case`` (``kind``: "visible" or "unseen", kept
-        apart): read from the pipeline that holds it, once every visible case has been
-        sent in one (:meth:`_send_visible`); a case no pipeline holds is asked alone."""
+        apart): read from the pipeline that holds it, once every visible case of its
+        function has been sent in one (:meth:`_send_visible`); a case no pipeline holds
+        is asked alone."""
         key = (kind, case.key)
         if key not in self.outcomes and kind == "visible":
-            self._send_visible()
+            self._send_visible(case.function)
         while key not in self.outcomes and key in self.piped_keys:
             self._read_piped()
         if key not in self.outcomes:
@@ -262,15 +261,15 @@ class GradingSession:
                                                   case.fields)
         return self.outcomes[key]
 
-    def _send_visible(self) -> None:
-        """Send every visible case of every function, once, in one pipeline (every grading
-        asks them all, for the evidence of each function): the worker computes them while
-        the grader judges the first ones."""
-        if self.visible_sent or self.visible_finished:
+    def _send_visible(self, function: str) -> None:
+        """Send every visible case of ``function``, once, in one pipeline (every grading
+        asks them all, for the function's evidence): the worker computes them while the
+        grader judges the first ones. One function at a time, so that what the submission
+        prints while they run shows with that function's tests."""
+        if function in self.visible_sent or self.visible_finished:
             return
-        self.visible_sent = True
-        self._send("visible", [case for function in CONTRACT_FUNCTIONS
-                               for case in self._visible_cases(function)])
+        self.visible_sent.add(function)
+        self._send("visible", self._visible_cases(function))
 
     def _send(self, kind: str, cases: list[Case]) -> None:
         """Send the cases of ``kind`` not answered yet in one pipeline, after the last."""
@@ -354,8 +353,13 @@ class GradingSession:
         if function not in self.unseen_evidences:
             evidence = UnseenEvidence()
             if self._draws_unseen(function) and not self.visible_finished:
-                self._send_unseen()
-                cases = self.unseen_by_function.get(function, [])
+                assert self.unseen_seed is not None
+                cases = unseen_cases(self.unseen_seed, self._templates(function),
+                                     self.unseen_counts.get(function, DEFAULT_UNSEEN),
+                                     self._visible_cases(function))
+                for case in cases:
+                    self.unseen_inputs.update(f"{inputs_key(case)}\n".encode())
+                self._send("unseen", cases)
                 for case, outcome in zip(cases, self._visible_outcomes(cases, "unseen"),
                                          strict=True):
                     verdict = self._verdict(case, outcome)
@@ -363,26 +367,6 @@ class GradingSession:
                                     values_right=verdict.values_right)
             self.unseen_evidences[function] = evidence
         return self.unseen_evidences[function]
-
-    def _send_unseen(self) -> None:
-        """Draw every function's unseen inputs (twins of the visible cases it passes, so
-        after the evidence of every function) and send them all in one pipeline, once."""
-        if self.unseen_sent:
-            return
-        self.unseen_sent = True
-        assert self.unseen_seed is not None
-        drawn: list[Case] = []
-        for function in CONTRACT_FUNCTIONS:
-            if not self._draws_unseen(function):
-                continue
-            cases = unseen_cases(self.unseen_seed, self._templates(function),
-                                 self.unseen_counts.get(function, DEFAULT_UNSEEN),
-                                 self._visible_cases(function))
-            for case in cases:
-                self.unseen_inputs.update(f"{inputs_key(case)}\n".encode())
-            self.unseen_by_function[function] = cases
-            drawn += cases
-        self._send("unseen", drawn)
 
     def _templates(self, function: str) -> list[Case]:
         """The visible cases whose twins are the unseen inputs: the non-trivial ones the
