@@ -342,11 +342,14 @@ class GradingSession:
         expected = self.expected_value(case)
         inputs = [*case.args, *case.kwargs.values()]
         differences = self._differences(expected, outcome.value) if outcome.ok else []
+        passed = outcome.ok and not differences
+        # compare() judges a result field by field (an item of a list item by item), as
+        # nontrivial_matches asks: in a case that passed, every value is right
         right = nontrivial_matches(
             expected, outcome.value, inputs,
-            lambda wanted, got: not self._differences(wanted, got)) if outcome.ok else 0
-        return Verdict(expected, outcome.ok and not differences, right,
-                       is_trivial(expected, inputs), differences)
+            (lambda wanted, got: True) if passed
+            else (lambda wanted, got: not self._differences(wanted, got))) if outcome.ok else 0
+        return Verdict(expected, passed, right, is_trivial(expected, inputs), differences)
 
     def unseen(self, function: str) -> UnseenEvidence:
         """How ``function`` did on its unseen inputs (nothing to tell without a seed)."""

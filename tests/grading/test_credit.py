@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import math
 from types import SimpleNamespace
+from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from graders.grading.compare import Tolerance, compare
 from graders.grading.credit import (
     FunctionEvidence,
     answer_key,
@@ -153,3 +158,36 @@ def test_one_readable_answer_is_enough_to_judge_the_function_as_usual() -> None:
                      ({"value": 2.5}, {"value": 2.5}, True, False))
     assert not mixed.wrong_shape
     assert shape_problem("erlang_c", mixed) is None
+
+
+values = st.one_of(st.floats(allow_nan=False, width=64), st.integers(-5, 5), st.booleans(),
+                   st.none(), st.sampled_from(["a", "b"]))
+results = st.one_of(values, st.lists(values, max_size=4),
+                    st.dictionaries(st.sampled_from(["x", "y", "z"]), values, max_size=3))
+
+
+@given(expected=results, noise=st.floats(-2e-9, 2e-9), answer=results, echo=st.booleans(),
+       inputs=st.lists(st.floats(allow_nan=False), max_size=3))
+def test_a_case_compare_passes_has_every_nontrivial_value_right(
+        expected: Any, noise: float, answer: Any, echo: bool, inputs: list[float]) -> None:
+    """The session counts a passed case's right values without comparing them one by one:
+    compare() judges a result value by value, so when it finds no difference, each part
+    nontrivial_matches looks at is right too."""
+    tolerance = Tolerance()
+    actual = _nudged(expected, noise) if echo else answer
+    if compare(expected, actual, tolerance):
+        return
+    each = nontrivial_matches(expected, actual, inputs,
+                              lambda wanted, got: not compare(wanted, got, tolerance))
+    assert each == nontrivial_matches(expected, actual, inputs, lambda wanted, got: True)
+
+
+def _nudged(value: Any, noise: float) -> Any:
+    """``value`` with each float moved by ``noise`` of itself (within the tolerance)."""
+    if isinstance(value, float) and math.isfinite(value):
+        return value * (1.0 + noise)
+    if isinstance(value, list):
+        return [_nudged(item, noise) for item in value]
+    if isinstance(value, dict):
+        return {key: _nudged(item, noise) for key, item in value.items()}
+    return value
