@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("base",),
 )
 #: The shared base modules at the top of the package, importable from anywhere.
-BASE = ("__init__", "errors", "units", "versions", "escaping")
+BASE = ("__init__", "errors", "units", "versions", "escaping", "identity")
 MAX_TOP_LEVEL_MODULES = 8
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 from collections.abc import Callable, Generator, Iterable
@@ -396,7 +397,8 @@ class Answer:
     """A student call asked through :meth:`Student.ask`: made with every call asked before
     it, pipelined, when its value is first read."""
 
-    __slots__ = ("_student", "function", "args", "kwargs", "encoded", "asked", "outcome")
+    __slots__ = ("_student", "function", "args", "kwargs", "encoded", "asked", "sent",
+                 "outcome")
 
     def __init__(self, student: Student, function: str, args: tuple[Any, ...],
                  kwargs: dict[str, Any], asked: str,
@@ -409,6 +411,8 @@ class Answer:
         self.encoded = encoded
         #: The call's inputs as plain JSON (the key of "same input, same answer").
         self.asked = asked
+        #: Whether it is in the pipeline, waiting for its answer to be read.
+        self.sent = False
         #: What the call produced, once made.
         self.outcome: CallOutcome | None = None
 
@@ -447,7 +451,7 @@ class Student:
         self._answers: dict[str, Any] = {}
         #: Calls asked and not sent yet, and calls sent and not answered yet, in order.
         self._unsent: list[Answer] = []
-        self._sent: list[Answer] = []
+        self._sent: collections.deque[Answer] = collections.deque()
         self._outcomes: Generator[CallOutcome, None, None] | None = None
         self.test_name = test_name
 
@@ -473,14 +477,14 @@ class Student:
 
     def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
         """Call ``function`` now; return its plain result, or raise
-        :class:`StudentCallFailed`."""
+        :class:`StudentCallFailed` (an instructor's own tests call the student this way)."""
         return self.ask(function, *args, **kwargs).value
 
     def value_of(self, answer: Answer) -> Any:
         """``answer``'s plain result (making it and every call asked before it first), or
         :class:`StudentCallFailed`."""
         while answer.outcome is None:
-            if answer in self._sent:
+            if answer.sent:
                 self._next_outcome()
             else:
                 self.settle()
@@ -501,7 +505,9 @@ class Student:
         """Send every call asked and not sent yet, in one pipeline; their answers are read
         as they are needed, so the checks of the first run while the worker computes the
         next."""
-        self._sent, self._unsent = self._unsent, []
+        self._sent, self._unsent = collections.deque(self._unsent), []
+        for answer in self._sent:
+            answer.sent = True
         self._outcomes = self._call_many([
             CallRequest(answer.function, answer.args, answer.kwargs,
                         RESULT_FIELDS[answer.function], answer.encoded)
@@ -511,9 +517,9 @@ class Student:
         """Read the next sent call's outcome; after a failed one, stop the pipeline (the
         calls sent after it are asked again if they are read)."""
         assert self._outcomes is not None
-        answer = self._sent[0]
+        answer = self._sent.popleft()
+        answer.sent = False
         answer.outcome = next(self._outcomes)
-        del self._sent[0]
         if not answer.outcome.ok:
             self.settle()
 
@@ -524,8 +530,10 @@ class Student:
         outcomes, self._outcomes = self._outcomes, None
         if outcomes is not None:
             outcomes.close()
-        self._unsent = self._sent + self._unsent
-        self._sent = []
+        for answer in self._sent:
+            answer.sent = False
+        self._unsent = [*self._sent, *self._unsent]
+        self._sent.clear()
 
     def _call_many(self, requests: list[CallRequest]) -> Generator[CallOutcome, None, None]:
         """The outcomes of ``requests``, in order, from the worker (pipelined)."""

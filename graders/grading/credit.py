@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graders.grading.contract import RESULT_FIELDS
+from graders.identity import IdentityMemo
 
 #: How a failed call's reason starts when the function raised NotImplementedError.
 NOT_IMPLEMENTED = "not implemented yet"
@@ -43,23 +44,16 @@ def _leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
-#: The scalars of frozen dataclass instances (a track's profile is in thousands of cases),
-#: by id; each entry holds its instance, so the id is not reused while it is kept.
-_FROZEN_SCALARS: dict[tuple[int, int], tuple[Any, frozenset[Any]]] = {}
-_FROZEN_SCALARS_KEPT = 256
+#: The scalars of frozen dataclass instances (a track's profile is in thousands of cases).
+_FROZEN_SCALARS: IdentityMemo[frozenset[Any]] = IdentityMemo(256)
 
 
 def input_scalars(value: Any, depth: int = 0) -> set[Any]:
     """Every number and string reachable in a case's inputs (quantities by magnitude)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type) \
             and type(value).__dataclass_params__.frozen:  # type: ignore[attr-defined]
-        kept = _FROZEN_SCALARS.get((id(value), depth))
-        if kept is None or kept[0] is not value:
-            if len(_FROZEN_SCALARS) >= _FROZEN_SCALARS_KEPT:
-                _FROZEN_SCALARS.clear()
-            kept = (value, frozenset(_input_scalars(value, depth)))
-            _FROZEN_SCALARS[(id(value), depth)] = kept
-        return set(kept[1])
+        return set(_FROZEN_SCALARS.get(
+            value, lambda: frozenset(_input_scalars(value, depth)), depth))
     return _input_scalars(value, depth)
 
 

@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from graders.grading.cases import Case
+from graders.identity import IdentityMemo
 from graders.sandbox.wire import encode_argument
 
 #: Change whenever a change to this module changes any draw.
@@ -137,23 +138,15 @@ def _holds_quantity(value: Any, depth: int = 0) -> bool:
     return False
 
 
-#: Each case's :func:`inputs_key`, by id, with the case (so the id is not reused while
-#: it is kept): a case's key is asked when it is drawn, kept and digested.
-_KEYS: dict[int, tuple[Case, str]] = {}
-_KEYS_KEPT = 4096
+#: Each case's :func:`inputs_key`: a case's key is asked when it is drawn, kept and
+#: digested.
+_KEYS: IdentityMemo[str] = IdentityMemo(4096)
 
 
 def inputs_key(case: Case) -> str:
     """A case's inputs as canonical text: equal inputs give equal keys."""
-    kept = _KEYS.get(id(case))
-    if kept is not None and kept[0] is case:
-        return kept[1]
-    key = json.dumps(encode_argument([case.function, case.args, dict(case.kwargs)]),
-                     sort_keys=True)
-    if len(_KEYS) >= _KEYS_KEPT:
-        _KEYS.clear()
-    _KEYS[id(case)] = (case, key)
-    return key
+    return _KEYS.get(case, lambda: json.dumps(
+        encode_argument([case.function, case.args, dict(case.kwargs)]), sort_keys=True))
 
 
 def unseen_cases(seed_text: str, templates: Iterable[Case], count: int,

@@ -59,10 +59,9 @@ def student(request: pytest.FixtureRequest) -> Student:
 
     def gate() -> str | None:
         refusal = session.invariant_refusal(function) if function else None
-        session.settle()  # the student's calls find the worker idle
+        session.settle()  # asked before any call: the student's calls find the worker idle
         return refusal
 
-    session.settle()
     return Student(session.runner, test_name=request.node.name, gate=gate,
                    record=lambda asked: session.invariant_inputs.update(asked.encode()))
 

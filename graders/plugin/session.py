@@ -51,6 +51,7 @@ from graders.sandbox.confinement import UNCONFINED_WARNING
 from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
 from graders.sandbox.privileges import (
+    SandboxUser,
     claim_sandbox_user,
     close_to_others,
     protected_folders,
@@ -287,25 +288,20 @@ class GradingSession:
             for case in missing.values()])
 
     def _read_piped(self) -> None:
-        """Read the pipeline's next answer."""
+        """Read the pipeline's next answer; after its last, close it."""
         assert self.pipeline is not None
         key = self.piped.popleft()
         self.piped_keys.discard(key)
         self.outcomes[key] = next(self.pipeline)
         if not self.piped:
-            self.settle()
+            self.pipeline.close()
+            self.pipeline = None
 
     def settle(self) -> None:
         """Read every answer the pipeline still holds, so that the visible worker is idle
         for whatever uses it next (an invariant test, the page's curves, its stop)."""
         while self.piped:
-            key = self.piped.popleft()
-            self.piped_keys.discard(key)
-            assert self.pipeline is not None
-            self.outcomes[key] = next(self.pipeline)
-        pipeline, self.pipeline = self.pipeline, None
-        if pipeline is not None:
-            pipeline.close()
+            self._read_piped()
 
     def _visible_outcomes(self, cases: list[Case], kind: str = "visible"
                           ) -> Iterator[CallOutcome]:
@@ -423,10 +419,13 @@ class GradingSession:
         nothing it is asked can reach visible feedback."""
         self.finish_visible()
         if self.hidden_runner is None:
-            self.hidden_runner = StudentRunner(self.submission, limits=self.settings.limits,
-                                               sandbox=self.runner.sandbox,
-                                               budget=self.runner.budget)
+            self.hidden_runner = self._new_hidden_runner(self.runner.sandbox)
         return self.hidden_runner
+
+    def _new_hidden_runner(self, sandbox: SandboxUser | None) -> StudentRunner:
+        """A runner for the hidden tests, sharing the grading's time budget."""
+        return StudentRunner(self.submission, limits=self.settings.limits, sandbox=sandbox,
+                             budget=self.runner.budget)
 
     def prestart_hidden(self) -> None:
         """Start the hidden tests' worker now, while visible tests still run, so that it
@@ -447,8 +446,7 @@ class GradingSession:
             except GraderError:
                 return
         try:
-            runner = StudentRunner(self.submission, limits=self.settings.limits,
-                                   sandbox=sandbox, budget=self.runner.budget)
+            runner = self._new_hidden_runner(sandbox)
         except BaseException:
             if sandbox is not None:
                 sandbox.release()

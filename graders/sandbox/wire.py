@@ -26,6 +26,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from graders.identity import IdentityMemo
+
 QUANTITY = "$q"
 NAMESPACE = "$ns"
 MAPPING = "$map"
@@ -40,9 +42,8 @@ WORKER_TAGS = frozenset({QUANTITY, NAMESPACE, MAPPING, TUPLE, UNSUPPORTED, MISSI
 
 
 #: Encodings of frozen dataclass instances (a track's profile is sent thousands of times
-#: in a grading), by id; each entry holds its instance, so the id is not reused.
-_FROZEN_ENCODINGS: dict[int, tuple[Any, Any]] = {}
-_FROZEN_ENCODINGS_KEPT = 256
+#: in a grading).
+_FROZEN_ENCODINGS: IdentityMemo[Any] = IdentityMemo(256)
 
 
 def has_quantity(encoded: Any) -> bool:
@@ -77,16 +78,13 @@ def encode_argument(value: Any) -> Any:
     if isinstance(value, list):
         return [encode_argument(item) for item in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        kept = _FROZEN_ENCODINGS.get(id(value))
-        if kept is not None and kept[0] is value:
-            return kept[1]
-        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        encoded = {NAMESPACE: {name: encode_argument(item) for name, item in fields.items()}}
+        def encoded() -> Any:
+            return {NAMESPACE: {f.name: encode_argument(getattr(value, f.name))
+                                for f in dataclasses.fields(value)}}
+
         if type(value).__dataclass_params__.frozen:  # type: ignore[attr-defined]
-            if len(_FROZEN_ENCODINGS) >= _FROZEN_ENCODINGS_KEPT:
-                _FROZEN_ENCODINGS.clear()
-            _FROZEN_ENCODINGS[id(value)] = (value, encoded)
-        return encoded
+            return _FROZEN_ENCODINGS.get(value, encoded)
+        return encoded()
     if hasattr(value, "__dict__"):
         return {NAMESPACE: {name: encode_argument(item) for name, item in vars(value).items()}}
     raise TypeError(f"cannot send a {type(value).__name__} to the worker")
