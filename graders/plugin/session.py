@@ -12,7 +12,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from graders.errors import GraderError
 from graders.expected.oracle import Oracle, ReferenceOracle, choose_oracle
 from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases
 from graders.grading.checks import failed_call_message, missed_case
@@ -437,22 +436,21 @@ class GradingSession:
         if not self.hidden_selected or self.hidden_runner is not None \
                 or self.visible_finished or not self.runner.imported:
             return
-        sandbox = None
-        if self.runner.sandbox is not None:
-            if self.settings.sandbox_user != DEFAULT_SANDBOX_USER:
-                return
-            try:
-                sandbox = claim_sandbox_user()
-            except GraderError:
-                return
+        if self.runner.sandbox is not None and self.settings.sandbox_user != DEFAULT_SANDBOX_USER:
+            return
+        sandbox = runner = None
         try:
+            if self.runner.sandbox is not None:
+                sandbox = claim_sandbox_user()
             runner = self._new_hidden_runner(sandbox)
-        except BaseException:
+            runner.start(preload_pint=False)  # the hidden cases pass no quantities
+        except Exception:  # noqa: BLE001 - only a head start: the hidden tests start it
+            if runner is not None:  # as they always could, where a failure is reported
+                runner.close()
             if sandbox is not None:
                 sandbox.release()
-            raise
+            return
         self.hidden_runner = runner
-        runner.start(preload_pint=False)  # the hidden cases pass no quantities
 
     def _outcome_line(self) -> str:
         """How grading went, the first part of results.json's top-level output."""

@@ -193,6 +193,37 @@ def test_the_hidden_worker_is_asked_nothing_before_the_visible_one_stops(
     assert results(pytester.path / "out.json")["score"] == 100.0
 
 
+#: A conftest under which the hidden worker's head start fails, once.
+FAILED_HEAD_START = """
+from graders.plugin import session as _session
+
+_make = _session.GradingSession._new_hidden_runner
+_failed = []
+
+
+def _new_hidden_runner(self, sandbox):
+    if not _failed:  # the first one is the head start's
+        _failed.append(True)
+        raise OSError("no head start today")
+    return _make(self, sandbox)
+
+
+_session.GradingSession._new_hidden_runner = _new_hidden_runner
+"""
+
+
+def test_a_failed_head_start_costs_the_hidden_tests_nothing(pytester: pytest.Pytester,
+                                                           submission: Path) -> None:
+    """Starting the hidden worker early is only a head start: when it fails, the hidden
+    tests start their worker as they always could, and the grade is the same."""
+    shutil.copy(CORRECT, submission)
+    pytester.makeconftest(FAILED_HEAD_START)
+    result = pytester.runpytest("--student", "serving.py", "--grader-results", "out.json",
+                                "-p", "no:randomly")
+    result.assert_outcomes(passed=48)
+    assert results(pytester.path / "out.json")["score"] == 100.0
+
+
 def test_invariants_of_a_constant_function_pay_nothing(pytester: pytest.Pytester,
                                                        submission: Path) -> None:
     shutil.copy(FAKES / "constant_numbers" / "serving.py", submission)
