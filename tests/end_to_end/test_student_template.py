@@ -199,14 +199,68 @@ def test_the_template_runs_alone_without_site_packages(tmp_path: Path) -> None:
     assert Path(done.stdout.strip()) == copy
 
 
-def test_template_docstrings_state_units_but_no_formulas(template: ModuleType) -> None:
-    for name in SPEC_SIGNATURES:
-        doc = inspect.getdoc(getattr(template, name))
-        assert doc, name
-        for giveaway in ("ceil", "log(", "ln(", "1024", "1e9", "**", "sum(", "min(", "max("):
-            assert giveaway not in doc, (name, giveaway)
+#: What each docstring must state for a student to implement the lab's model from it alone:
+#: the conventions a blind implementation from the template got wrong or had to guess.
+MODEL_STATEMENTS: dict[str, tuple[str, ...]] = {
+    "serve": ("ceil(n_requests / batch_size)", "overhead_ms + b * marginal_ms",
+              "n_requests / (total_ms / 1000)"),
+    "erlang_c": ("Degenerate", "service_ms <= 0", "replicas <= 0", "a >= c",
+                 "(math.inf, 1.0)", "c * mu - lambda", "Erlang B recursion",
+                 "B = a * B / (k + a * B)", "C = c * B / (c - a * (1 - B))"),
+    "queueing_latency": ("max(1, int(replicas))", "(lambda / mu) / c",
+                         "utilization < 1", "max(0.1, (1 + service_cv**2) / 2)",
+                         "service_ms + P / r * 1000 * v", "*mean* service time",
+                         "q <= 1 - P", "service_ms + v * ln(P / (1 - q)) / r * 1000",
+                         "0.50, 0.95, 0.99 and 0.999", "p99_latency_ms <= slo_ms",
+                         "p99_latency_ms / service_ms", "114.5507"),
+    "batching_tax": ("max(1, int(batch_size))", "max(0.0001, arrival_qps)",
+                     "(B - 1) / (2 * lambda) * 1000", "*mean* time",
+                     "service_ms * (1 + 0.08 * log2(B)) / g", "*not* B times",
+                     "arrival_qps=lambda / B", "max(0.001, slo_ms -",
+                     "max(0, Q.p99_latency_ms - batched_service_ms)",
+                     "formation_delay_ms + batched_service_ms + queue_p99_ms",
+                     "B * service_ms / batched_service_ms", "32.690"),
+    "transformer_state_gb": ("2 * layers * hidden_dim * context_tokens * kv_bytes / 10**9",
+                             "missing, None or 0"),
+    "cache_capacity": ("devices_per_replica * profile.memory_capacity_gb",
+                       "profile.model_params_b * precision_bytes",
+                       "profile.state_mb_per_request / 1024", "max(0.001, 0.1 * weight_gb)",
+                       "floor(available_gb / state_per_request_gb)", "max_concurrent < 1"),
+    "cold_start_latency": ("None or 0", "at least 0.001", "min(storage, interconnect)",
+                           "0 is a value", "model_weight_gb / effective_bandwidth_gbs * 1000",
+                           "read_ms + deserialize_ms + runtime_init_ms + warmup_ms",
+                           "max(0, warm_pool_replicas) / max(1",
+                           "profile.service_ms + cold_start_ms * (1 -",
+                           "exposed_first_request_ms > profile.slo_ms", "14,175"),
+    "quantity_to_float": ("m_as", "to(unit).magnitude", "float(value)", "TypeError or ValueError"),
+    "serving_track_profile": ("divided by 1e9", "the memory bandwidth instead", "1.0 when",
+                              "None, not 0", "arrival_qps 100", "service_ms 20",
+                              "context_tokens 4096", '"state/cache"', "runtime_init_ms 800",
+                              "warmup_ms 500", '"devices_per_replica", default 1',
+                              '"track-specific serving policy"',
+                              "source_refs = (hardware_ref, model_ref)"),
+}
+
+
+@pytest.mark.parametrize("name", SPEC_SIGNATURES)
+def test_each_template_docstring_states_its_functions_model(template: ModuleType,
+                                                            name: str) -> None:
+    doc = " ".join((inspect.getdoc(getattr(template, name)) or "").split())
+    missing = [statement for statement in MODEL_STATEMENTS[name]
+               if " ".join(statement.split()) not in doc]
+    assert not missing, (name, missing)
+
+
+def test_template_docstrings_state_units(template: ModuleType) -> None:
     for name, unit in [("serve", "ms"), ("erlang_c", "per second"), ("queueing_latency", "ms"),
                        ("batching_tax", "ms"), ("transformer_state_gb", "GB"),
                        ("cache_capacity", "GB"), ("cold_start_latency", "GB/s"),
                        ("serving_track_profile", "GB/s")]:
         assert unit in (inspect.getdoc(getattr(template, name)) or ""), (name, unit)
+
+
+def test_the_template_header_names_its_one_unit_exception(template: ModuleType) -> None:
+    header = " ".join((template.__doc__ or "").split())
+    assert "1 GB = 10**9 bytes" in header
+    assert "cache_capacity" in header and "/ 1024" in header
+    assert "complete specification" in header
