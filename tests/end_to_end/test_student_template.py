@@ -262,5 +262,6 @@ def test_template_docstrings_state_units(template: ModuleType) -> None:
 def test_the_template_header_names_its_one_unit_exception(template: ModuleType) -> None:
     header = " ".join((template.__doc__ or "").split())
     assert "1 GB = 10**9 bytes" in header
-    assert "cache_capacity" in header and "/ 1024" in header
+    assert "cache_capacity" in header
+    assert "/ 1024" in header
     assert "complete specification" in header
