@@ -364,7 +364,8 @@ def batching_tax(
       ``slo_ms <= 0``.
     - ``throughput_gain = B * service_ms / batched_service_ms``, or ``math.inf`` when
       ``batched_service_ms <= 0``.
-    - ``utilization = Q.utilization``; ``slo_ok = total_p99_ms <= slo_ms``.
+    - ``utilization = Q.utilization``; ``slo_ok = total_p99_ms <= slo_ms`` (the request's
+      own ``slo_ms``, not the one given to Q; False when total_p99_ms is infinite).
     - ``batch_size`` is B (an int) and ``arrival_qps`` is lambda.
 
     Example: B = 32, 500 qps, 5 ms, SLO 50 ms, gain 6.4 gives formation 31.0 ms (62.0 % of
@@ -436,8 +437,9 @@ def cache_capacity(
     - ``state_kind`` echoes ``profile.state_kind``; ``context_tokens`` echoes the input as
       an int.
 
-    Example: cloud_fleet (8 H100 devices, Llama-2-70B) at 131,072 tokens and 2 bytes
-    gives weight 140.0 GB, state 343.597 GB and max_concurrent 1.
+    Example: cloud_fleet (Llama-2-70B on devices_per_replica=8 H100s of 80 GiB, which its
+    profile holds as 85.899 GB each) at 131,072 tokens and 2 bytes gives total 687.19 GB,
+    weight 140.0 GB, state 343.597 GB and max_concurrent 1.
 
     Args:
         profile: the track profile (memory per device in GB, model size in billions of
@@ -563,8 +565,9 @@ def serving_track_profile(
       battery: None, not 0), else it in "Wh", default 0.
     - ``storage_bandwidth_gbs``: ``variant.defaults["storage_bandwidth_gbs"]`` when that key
       is present, else ``hardware.storage.bandwidth``; in "GB/s", and when that is missing,
-      None or cannot be converted, the memory bandwidth instead (and 1.0 when the hardware
-      has no memory bandwidth either). ``interconnect_bandwidth_gbs`` the same way, from the
+      None or cannot be converted, the fallback instead: ``hardware.memory.bandwidth`` in
+      "GB/s" with default 1.0 (1.0 only when the memory bandwidth itself is missing, None or
+      cannot be converted; a memory bandwidth of 0 stays 0). ``interconnect_bandwidth_gbs`` the same way, from the
       key "interconnect_bandwidth_gbs" or ``hardware.interconnect.bandwidth``. (Gbps is
       gigabits per second: 8 Gbps is 1 GB/s; let the quantity convert itself.)
     - The lab's settings come from the mapping ``variant.defaults`` (None counts as an empty
