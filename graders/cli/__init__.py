@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (pytest's)")
     grade.add_argument("--github-output", action="store_true",
                        help="append result=<base64 runner results> to $GITHUB_OUTPUT, for "
-                            "GitHub Classroom's grading reporter")
+                            "GitHub Classroom's grading reporter, and print a notice that "
+                            "its score is a preview, not the final grade")
     grade.add_argument("--fail-under", metavar="POINTS",
                        help="exit with code 3 when the score is below POINTS (for CI)")
     grade.add_argument("-q", "--quiet", action="store_true",
