@@ -124,5 +124,6 @@ def pinned_requirements(roots: tuple[str, ...], *, without: tuple[str, ...] = ()
 
 
 def version_report() -> str:
-    """What ``graders --version`` prints."""
-    return " ".join(f"{name} {version}" for name, version in grading_versions().items())
+    """What ``graders --version`` prints: one ``name version`` line each for the grader,
+    pytest, Hypothesis, pint and Python."""
+    return "\n".join(f"{name} {version}" for name, version in grading_versions().items())

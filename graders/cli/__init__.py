@@ -39,13 +39,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: print :func:`version_report` as it is, one version a line, and exit 0
+    (argparse's own version action refills the text to the terminal's width)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        sys.stdout.write(version_report() + "\n")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full ``graders`` argument parser."""
     full = _present("graders.regrade.command")
     parser = _Parser(prog="graders", description=DESCRIPTION if full else
                      "The graders command line: grade a submission (this copy of the grader "
                      "has no instructor commands).")
-    parser.add_argument("--version", action="version", version=version_report(),
+    parser.add_argument("--version", action=_VersionAction,
                         help="print the grader's version and those of pytest, Hypothesis, "
                              "pint and Python, then exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -60,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML (pytest's)")
     grade.add_argument("--github-output", action="store_true",
                        help="append result=<base64 runner results> to $GITHUB_OUTPUT, for "
-                            "GitHub Classroom's grading reporter")
+                            "GitHub Classroom's grading reporter, and print a notice that "
+                            "its score is a preview, not the final grade")
     grade.add_argument("--fail-under", metavar="POINTS",
                        help="exit with code 3 when the score is below POINTS (for CI)")
     grade.add_argument("-q", "--quiet", action="store_true",

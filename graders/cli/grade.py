@@ -38,7 +38,7 @@ from graders.errors import (
 )
 from graders.escaping import escape_controls
 from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
-from graders.results.classroom import classroom_results, github_output_line
+from graders.results.classroom import classroom_results, github_output_line, preview_notice
 from graders.results.files import (
     OutputPathError,
     check_output_file,
@@ -270,6 +270,7 @@ def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
             classroom = json.loads(Path(args.classroom).read_text(encoding="utf-8"))
             with github_output.open("a", encoding="utf-8") as stream:
                 stream.write(github_output_line(classroom))
+            sys.stdout.write(preview_notice(classroom))  # beside the reporter's points
         if fail_under is not None and document is not None:
             score = document["score"]
             if score < fail_under:

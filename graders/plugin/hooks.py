@@ -45,8 +45,9 @@ from graders.versions import drift_warning
 SUITE_DIR = Path(__file__).parents[1] / "suite"
 SUITE_PACKAGE = "graders.suite"
 #: The one line a local run (a student bundle: no reference) ends with.
-PREVIEW_LINE = ("This score is a preview: the official grade also checks every function on "
-                "inputs you have not seen.")
+PREVIEW_LINE = ("This score is a preview of the visible tests: the final grade, made by the "
+                "course staff on Gradescope (or with graders regrade --secret-file), also "
+                "runs the hidden tests and checks every function on inputs you have not seen.")
 
 
 class GradingHooks:

@@ -532,5 +532,6 @@ class GradingSession:
         """Write the GitHub Classroom runner results of the final result."""
         document = classroom_results(list(self.scores.values()),
                                      import_error=self.import_error,
-                                     grader_failure=self.grader_failure)
+                                     grader_failure=self.grader_failure,
+                                     visible_only=self.oracle.golden)
         write_json_atomically(path, document)

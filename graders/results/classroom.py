@@ -3,6 +3,12 @@
 A grading step writes ``result=<base64 of this JSON>`` to ``$GITHUB_OUTPUT``; the
 reporter step reads it from the ``<RUNNER>_RESULTS`` environment variable and adds up
 each test's ``score`` against ``max_score``.
+
+Every Classroom score is a preview: the workflow runs in the student's own repository,
+which the student controls, and the student bundle grades the visible tests only. The
+document's ``message`` says so, and how the final grade is made; ``graders grade
+--github-output`` also prints it as a notice on the workflow run's page
+(:func:`preview_notice`).
 """
 
 from __future__ import annotations
@@ -17,12 +23,29 @@ from graders.grading.scoring import TestScore, rounded, written_points
 
 #: The version of the runner-results format the reporter reads.
 CLASSROOM_VERSION = 1
+#: How the final grade is made, said by every preview.
+FINAL_GRADE = ("The final grade is made by the course staff on Gradescope (or with "
+               "graders regrade --secret-file)")
+#: The ``message`` of a Classroom report graded from a golden file (the student bundle).
+VISIBLE_PREVIEW_MESSAGE = (
+    "This score is a preview of the visible tests, not your grade: this workflow runs in "
+    f"your own repository, which you control. {FINAL_GRADE}: it also runs the hidden tests "
+    "and checks every function on inputs you have not seen.")
+#: The ``message`` of a Classroom report graded with the reference.
+PREVIEW_MESSAGE = (
+    "This score is a preview, not the final grade: a GitHub Classroom workflow runs in the "
+    f"student's own repository, which the student controls. {FINAL_GRADE}.")
+#: The title of the notice that ``graders grade --github-output`` prints.
+PREVIEW_TITLE = "Preview, not the final grade"
 
 
 def classroom_results(scores: Sequence[TestScore], *, import_error: str | None = None,
-                      grader_failure: str | None = None) -> dict[str, Any]:
-    """The runner-results document: version, status, max_score and one entry per test
-    (for a grader failure: status "error" and no test, so no points are reported).
+                      grader_failure: str | None = None,
+                      visible_only: bool = False) -> dict[str, Any]:
+    """The runner-results document: version, status, max_score, one entry per test and a
+    ``message`` saying that the score is a preview (of the visible tests, when
+    ``visible_only``: graded from a golden file) and how the final grade is made (for a
+    grader failure: status "error", no test, so no points are reported, and the reason).
 
     The reporter prints each message to the workflow's log: messages carry no escape
     sequence and no line that would start a workflow command
@@ -55,10 +78,26 @@ def classroom_results(scores: Sequence[TestScore], *, import_error: str | None =
     else:
         status = "fail"
     return {"version": CLASSROOM_VERSION, "status": status,
-            "max_score": rounded(points.total_maximum), "tests": tests}
+            "max_score": rounded(points.total_maximum), "tests": tests,
+            "message": VISIBLE_PREVIEW_MESSAGE if visible_only else PREVIEW_MESSAGE}
 
 
 def github_output_line(document: dict[str, Any]) -> str:
     """The ``result=...`` line for ``$GITHUB_OUTPUT`` (base64 of compact, strict JSON)."""
     text = json.dumps(document, allow_nan=False, separators=(",", ":"))
     return "result=" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "\n"
+
+
+def preview_notice(document: dict[str, Any]) -> str:
+    """The workflow command (one line for the log) that shows ``document``'s message as a
+    notice titled :data:`PREVIEW_TITLE` on the workflow run's page, beside the reporter's
+    points."""
+    return (f"::notice title={_command_value(PREVIEW_TITLE, in_property=True)}::"
+            f"{_command_value(str(document.get('message', '')))}\n")
+
+
+def _command_value(text: str, *, in_property: bool = False) -> str:
+    """``text`` escaped as GitHub's workflow commands require: ``%``, CR and LF always, and
+    ``:`` and ``,`` in a property."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if in_property else text

@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 from helpers import CORPUS, GRADERS_SCRIPT, REPO, assert_usage_error, graders, load
 
+from graders import __version__
+from graders.versions import grading_versions
+
 CORRECT = CORPUS / "correct" / "serving.py"
 
 
@@ -325,6 +328,19 @@ def test_the_top_level_help_has_no_raw_markup_and_tracks_has_no_list() -> None:
     assert "``" not in top.stdout
     tracks = graders("tracks", "--help")
     assert "list" not in tracks.stdout
+
+
+@pytest.mark.parametrize("columns", ["20", "200"])
+def test_graders_version_prints_each_version_on_its_own_line_at_any_width(
+        columns: str) -> None:
+    run = graders("--version", script=True, env={"COLUMNS": columns})
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
+    assert run.stdout.splitlines() == [f"{name} {version}" for name, version in
+                                       grading_versions().items()]
+    assert [line.split()[0] for line in run.stdout.splitlines()] == [
+        "serving-lab-grader", "pytest", "hypothesis", "pint", "python"]
+    assert run.stdout.splitlines()[0] == f"serving-lab-grader {__version__}"
 
 
 FREEZE_PROBE = """

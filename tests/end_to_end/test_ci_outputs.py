@@ -15,9 +15,20 @@ import pytest
 from helpers import CORPUS, REPO, assert_usage_error, graders, load
 
 from graders.cli.grade import EXIT_CODES
+from graders.expected.golden import build_golden
+from graders.expected.oracle import ReferenceOracle
+from graders.grading.cases import visible_cases
 from graders.grading.scoring import TestScore
-from graders.results.classroom import classroom_results, github_output_line
+from graders.plugin.hooks import PREVIEW_LINE
+from graders.results.classroom import (
+    PREVIEW_MESSAGE,
+    VISIBLE_PREVIEW_MESSAGE,
+    classroom_results,
+    github_output_line,
+    preview_notice,
+)
 from graders.results.metadata import submission_extra
+from graders.trackfiles.tracks import default_tracks_dir, load_tracks
 
 CORRECT = CORPUS / "correct" / "serving.py"
 BUGGY = CORPUS / "slo_ok_uses_mean"
@@ -82,6 +93,66 @@ def test_github_output_mode_appends_what_the_reporter_reads(tmp_path: Path) -> N
     total = sum(test["score"] for test in document["tests"])
     assert total == pytest.approx(96.733333, abs=1e-4)  # helpers.CORPUS_EXPECTED's exact score
     assert len(document["tests"]) == 48
+    # graded with the reference, yet still a preview: the workflow is the student's
+    assert document["message"] == PREVIEW_MESSAGE
+    notices = [line for line in run.stdout.splitlines() if line.startswith("::")]
+    assert notices == [preview_notice(document).rstrip("\n")]
+    assert PREVIEW_LINE not in run.stdout  # the local preview line is the bundle's alone
+
+
+def test_every_classroom_report_says_it_is_a_preview_and_how_the_final_grade_is_made(
+        ) -> None:
+    local = classroom_results([score("a", 4, "passed")], visible_only=True)
+    assert local["message"] == VISIBLE_PREVIEW_MESSAGE
+    reference = classroom_results([score("a", 4, "passed")])
+    assert reference["message"] == PREVIEW_MESSAGE
+    for message in (VISIBLE_PREVIEW_MESSAGE, PREVIEW_MESSAGE):
+        assert "preview" in message
+        assert "own repository" in message
+        assert "Gradescope" in message
+        assert "graders regrade --secret-file" in message
+    assert "preview of the visible tests" in VISIBLE_PREVIEW_MESSAGE
+    assert "inputs you have not seen" in VISIBLE_PREVIEW_MESSAGE
+    # the reporter adds up the tests alone: the message changes no status and no point
+    assert (local["status"], local["max_score"], local["tests"]) == (
+        reference["status"], reference["max_score"], reference["tests"])
+
+
+def test_the_preview_notice_is_one_workflow_command_with_its_values_escaped() -> None:
+    line = preview_notice({"message": "50% done\r\nnext: a, b"})
+    assert line == "::notice title=Preview%2C not the final grade::50%25 done%0D%0Anext: a, b\n"
+    assert preview_notice(classroom_results([], visible_only=True)).startswith(
+        "::notice title=Preview%2C not the final grade::This score is a preview of the "
+        "visible tests, not your grade")
+
+
+@pytest.fixture(scope="module")
+def golden_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The golden file of the shipped tracks, as the student bundle holds it."""
+    tracks = load_tracks(default_tracks_dir())
+    document = build_golden(tracks, visible_cases(tracks), ReferenceOracle().expected,
+                            visible_max_score=95.0)
+    path = tmp_path_factory.mktemp("golden") / "golden.json"
+    path.write_text(json.dumps(document, allow_nan=False), encoding="utf-8")
+    return path
+
+
+def test_github_output_from_a_golden_file_is_a_preview_of_the_visible_tests(
+        tmp_path: Path, golden_file: Path) -> None:
+    output = tmp_path / "github_output"
+    run = graders("grade", BUGGY, "--golden", golden_file, "--github-output", cwd=tmp_path,
+                  env={"GITHUB_OUTPUT": str(output)})
+    assert run.returncode == 0, run.stderr
+    (line,) = output.read_text(encoding="utf-8").splitlines()
+    document = json.loads(base64.b64decode(line[len("result="):]))
+    assert document["max_score"] == 95.0
+    assert len(document["tests"]) == 46  # no hidden test
+    assert document["message"] == VISIBLE_PREVIEW_MESSAGE
+    lines = run.stdout.splitlines()
+    assert lines[-1] == preview_notice(document).rstrip("\n")  # on the run's page
+    assert lines.count(PREVIEW_LINE) == 1  # and in the log, under the score table
+    assert lines.index(PREVIEW_LINE) > next(index for index, text in enumerate(lines)
+                                            if text.startswith("TOTAL "))
 
 
 def test_github_output_mode_without_the_variable_is_a_usage_error(tmp_path: Path) -> None:

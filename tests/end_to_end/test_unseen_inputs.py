@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from helpers import CORPUS, FAKES, TESTS, graders, load
 
+from graders.plugin.hooks import PREVIEW_LINE
+
 pytestmark = pytest.mark.slow
 
 GENERATOR = TESTS / "adversarial" / "lookup_table_generator.py"
-PREVIEW = "the official grade also checks every function on inputs you have not seen"
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +60,11 @@ def test_a_lookup_table_of_the_golden_file_scores_no_more_than_constants(
                        bundle / "graders" / "golden.json")
     # the table is exact: locally, every visible case test passes
     assert all(test["score"] == test["max_score"] for test in case_tests(local))
-    assert run.stdout.count(PREVIEW) == 1
+    assert run.stdout.count(PREVIEW_LINE) == 1
     official, run = grade(table, tmp_path / "official.json")
     constants, _ = grade(FAKES / "constant_numbers", tmp_path / "constants.json")
     assert official["score"] <= constants["score"]
-    assert PREVIEW not in run.stdout
+    assert PREVIEW_LINE not in run.stdout
     notes = [line for test in official["tests"] for line in test["output"].splitlines()
              if "unseen inputs" in line]
     assert notes

@@ -10,9 +10,11 @@ two hostile submissions.
 from __future__ import annotations
 
 import ast
+import base64
 import importlib.metadata
 import json
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -31,6 +33,8 @@ from graders.export.build import SuiteTest, export_student, suite_tests, visible
 from graders.feedback.curves import curve_cases
 from graders.grading.cases import visible_cases
 from graders.grading.scoring import GraderMark
+from graders.plugin.hooks import PREVIEW_LINE
+from graders.results.classroom import VISIBLE_PREVIEW_MESSAGE, preview_notice
 from graders.results.reports import gradescope_problems
 from graders.trackfiles.tracks import default_tracks_dir, load_track, load_tracks
 from graders.versions import (
@@ -431,6 +435,25 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     assert {t["name"]: t["score"] for t in load(clone / "buggy.json")["tests"]} == visible
     assert load(clone / "buggy.json")["score"] == pytest.approx(sum(visible.values()), abs=1e-5)
     assert load(clone / "buggy.json")["score"] < 95.0
+
+    # the Classroom workflow's grading step, as the workflow runs it: a preview of the
+    # visible tests, said in the reporter's document, on the run's page and in the log
+    workflow = (clone / ".github" / "workflows" / "classroom.yml").read_text(encoding="utf-8")
+    step = re.search(r"^ +run: (graders grade serving\.py --github-output.*)$", workflow,
+                     flags=re.MULTILINE)
+    assert step is not None, workflow
+    github_output = tmp_path / "github_output"
+    classroom = run([python.with_name("graders"), *shlex.split(step.group(1))[1:]],
+                    cwd=clone, env={"GITHUB_OUTPUT": str(github_output)})
+    assert classroom.returncode == 0, classroom.stderr
+    (line,) = github_output.read_text(encoding="utf-8").splitlines()
+    reported = json.loads(base64.b64decode(line.removeprefix("result=")))
+    assert reported["max_score"] == 95.0
+    assert sum(t["score"] for t in reported["tests"]) == pytest.approx(
+        load(clone / "buggy.json")["score"], abs=1e-5)
+    assert reported["message"] == VISIBLE_PREVIEW_MESSAGE
+    assert preview_notice(reported).rstrip("\n") in classroom.stdout.splitlines()
+    assert PREVIEW_LINE in classroom.stdout.splitlines()
 
 
 def installed_differences(python: Path) -> list[str]:
