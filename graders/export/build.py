@@ -62,7 +62,8 @@ class SuiteTest:
 def project_root() -> Path:
     """The source checkout that holds this ``graders`` package."""
     root = Path(__file__).resolve().parents[2]
-    needed = ("pyproject.toml", "reference", "tracks", "student_template/serving.py")
+    needed = ("pyproject.toml", "reference", "tracks", "student_template/serving.py",
+              "student_template/lab.py")
     missing = [name for name in needed if not (root / name).exists()]
     if missing:
         raise ExportError(f"export needs the grader's source checkout; {root} lacks "
@@ -119,6 +120,7 @@ def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
     for path in sorted((root / "tracks").glob("*.toml")):
         yield f"tracks/{path.name}", path
     yield "student_template/serving.py", root / "student_template" / "serving.py"
+    yield "student_template/lab.py", root / "student_template" / "lab.py"
 
 
 def course_secret(target: Path, given: Path | None) -> tuple[Path, bytes, bool]:
@@ -187,6 +189,7 @@ def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100),
 def student_members(root: Path) -> Iterator[tuple[str, Path]]:
     """(path in the bundle, source file) for every copied file of the student bundle."""
     yield "serving.py", root / "student_template" / "serving.py"
+    yield "lab.py", root / "student_template" / "lab.py"
     package = root / "graders"
     for path in _source_files(package):
         relative = path.relative_to(package)
@@ -266,7 +269,8 @@ def _student_pyproject(root: Path) -> str:
         raise ExportError("graders/constraints.txt pins none of the installed grading "
                           "dependencies; refresh it (python tools/refresh_constraints.py)")
     return _fill("student_pyproject.toml", version=project["version"],
-                 dependencies=_toml_list(dependencies))
+                 dependencies=_toml_list(dependencies),
+                 notebook=_toml_list(project["optional-dependencies"]["notebook"]))
 
 
 def _toml_list(items: list[str]) -> str:

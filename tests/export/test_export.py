@@ -177,8 +177,11 @@ def test_the_bundle_pyproject_installs_the_plugin_without_the_reference(bundle: 
     for name in GRADING_PACKAGES:  # the bundle grades; it does not regrade (no PyYAML)
         assert dependencies[name] == pins[name]
     assert all(pins[name] == version for name, version in dependencies.items())
-    # and nothing else: the HTML page needs no extra (no matplotlib)
-    assert "optional-dependencies" not in project["project"]
+    # and nothing else: the HTML page needs no extra (no matplotlib); the one extra is the
+    # lab notebook's marimo, pinned as the project pins it
+    assert project["project"]["optional-dependencies"] == {"notebook": ["marimo==0.25.2"]}
+    notebook = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert notebook["project"]["optional-dependencies"]["notebook"] == ["marimo==0.25.2"]
     assert not any(name.startswith("matplotlib") for name in dependencies)
     assert "constraints.txt" in project["tool"]["setuptools"]["package-data"]["graders"]
 
