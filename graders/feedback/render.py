@@ -126,8 +126,10 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
     went wrong with the page itself (shown as "(feedback report: ...)").
 
     ``document`` is a results document (see :mod:`graders.results.reports`); its
-    ``output`` is shown only in the ``text`` format, and a ``printed`` key, what the
-    code printed (its first line says how much), gets a section of its own."""
+    ``output`` is shown only in the ``text`` format. Two keys of the page's own may come
+    with it: ``import_error``, why serving.py did not import (then the first thing to
+    fix), and ``printed``, what the code printed (its first line says how much), shown
+    in a section of its own."""
     tests = [t for t in document.get("tests", []) if isinstance(t, Mapping)]
     failed = document.get("grader_failed") is True  # a grader failure shows no score
     score = float(document.get("score", 0.0))
@@ -149,7 +151,8 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
         f'<p class="score">Score <span id="score" data-score="{esc(number(score))}">'
         f'{esc(shown(score))}</span> / <span id="max-score">{esc(shown(maximum))}</span></p>',
         _summary(document, notes),
-        "" if failed else _next_step(tests, score, maximum),
+        "" if failed else _next_step(tests, score, maximum,
+                                     str(document.get("import_error") or "")),
         '<nav><a href="#scores">scores</a> &middot; <a href="#curves">curves</a> &middot; '
         '<a href="#feedback">feedback</a>'
         + (' &middot; <a href="#printed">what your code printed</a>' if printed else "")
@@ -182,9 +185,16 @@ def _outcome(test: Mapping[str, Any]) -> str:
     return str(outcome or test.get("status", "failed"))
 
 
-def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float) -> str:
-    """What to do next: the first failed visible test, its first failed case (with its
-    hint, if any), and where the rest is; or that every (visible) test passes."""
+def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float,
+               import_error: str = "") -> str:
+    """What to do next: make serving.py import; else the first failed visible test, its
+    first failed case (with its hint, if any), and where the rest is; or that every
+    (visible) test passes."""
+    if import_error:
+        return ('<section id="next" class="next"><h2>What to fix first</h2>'
+                "<p>serving.py does not import, so every test fails:</p>"
+                f'<pre class="first-case">{esc(import_error)}</pre>'
+                "<p>Fix it, then run <code>pytest</code> again.</p></section>")
     if not tests:
         return ""
     visible = [(n, t) for n, t in enumerate(tests) if _visible(t)]

@@ -401,6 +401,17 @@ def test_when_only_hidden_tests_lose_points_the_page_says_how_many() -> None:
     assert "secret" not in page
 
 
+def test_a_submission_that_does_not_import_is_told_to_fix_that_first() -> None:
+    tests = [a_test("serve matches", "serve", 0.0, 8.0, "could not be imported")]
+    document = {**results_document(tests, 0.0), "output": "",
+                "import_error": "serving.py could not be imported: <SyntaxError>"}
+    first = section(build_page(document, []), "next")
+    assert first == ("<h2>What to fix first</h2><p>serving.py does not import, so every "
+                     'test fails:</p><pre class="first-case">serving.py could not be '
+                     "imported: &lt;SyntaxError&gt;</pre><p>Fix it, then run <code>pytest"
+                     "</code> again.</p>")
+
+
 def test_a_grader_failure_page_says_why_and_has_nothing_to_fix() -> None:
     page = build_page(grader_failure_results("the worker <vanished>"), [])
     assert 'id="grader-failed"' in page
@@ -518,6 +529,21 @@ def test_the_plugins_page_says_a_partial_run_and_what_the_code_printed_as_text(
     assert "&lt;b&gt;loud&lt;/b&gt; &amp;amp; [x](y)\n</pre></section>" in page
     for markup in ("&lt;pre&gt;", "&lt;p&gt;", "&amp;#91;", "--grader-html"):
         assert markup not in page
+
+
+def test_the_plugins_page_of_a_submission_that_does_not_import_says_so_first(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(serving="import a_module_nobody_has\n")
+    result = pytester.runpytest("--student", "serving.py", "--grader-html", "page.html",
+                                "-k", "test_serve")
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    first = section(page, "next")
+    assert first.startswith("<h2>What to fix first</h2><p>serving.py does not import, so "
+                            'every test fails:</p><pre class="first-case">serving.py could '
+                            "not be imported: ModuleNotFoundError: No module named "
+                            "&#x27;a_module_nobody_has&#x27;")
+    assert page.count("No module named &#x27;a_module_nobody_has&#x27;") >= 2  # and below
 
 
 def test_the_html_ini_key_writes_the_page_relative_to_the_ini_file(
