@@ -82,15 +82,14 @@ class FeedbackReport:
         except Exception as failure:  # the grader's own failure: the scores still show
             views, error = [], f"the plots could not be drawn: {type(failure).__name__}: " \
                                f"{failure}"
-        if error is not None:
-            document = _with_note(document, error)
+        notes = () if error is None else (error,)
         try:
-            return build_page(document, views, reality=self.reality)
+            return build_page(document, views, reality=self.reality, notes=notes)
         except Exception as failure:  # e.g. a malformed document: say so, keep the score
             reason = f"the page could not be built: {type(failure).__name__}: {failure}"
             score = document.get("score", 0.0)
-            return build_page(_with_note({"score": score if isinstance(score, int | float)
-                                          else 0.0, "tests": []}, reason), [])
+            return build_page({"score": score if isinstance(score, int | float) else 0.0,
+                               "tests": []}, [], notes=(*notes, reason))
 
     def write(self, path: Path, document: Mapping[str, Any]) -> None:
         """Write the page to ``path`` atomically; a character UTF-8 cannot encode is
@@ -102,11 +101,6 @@ def _figure(plotted: list[MeasuredSweep], reality: RealityCurve | None) -> str:
     from graders.feedback.plots import figure_uri
 
     return figure_uri(plotted) if reality is None else figure_uri(plotted, reality)
-
-
-def _with_note(document: Mapping[str, Any], note: str) -> dict[str, Any]:
-    output = f"{document.get('output', '')}\n(feedback report: {note})".strip()
-    return {**document, "output": output}
 
 
 def _unique(items: Iterable[Any]) -> tuple[str, ...]:

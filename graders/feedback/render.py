@@ -1,10 +1,13 @@
 """The feedback page, built by a pure function: results and rendered plots in, HTML out.
 
 The page is self-contained: styles inline, images as ``data:`` URIs, no script, and a
-Content-Security-Policy that forbids every network request. Every text is escaped
-(:func:`graders.escaping.for_html`).
+Content-Security-Policy that forbids every network request. Every text is escaped once
+(:func:`graders.escaping.for_html`), here and nowhere before.
 Scores come from the Gradescope results document, so the page and ``results.json``
 agree; a test that is not visible shows its name and that it is hidden, nothing more.
+The page builds its summary from that data: how the run went (the document's ``output``
+when it is text; Gradescope's ``html`` essentials are never shown, the page says it all
+itself) and what to fix first (the first failed visible test and its first failed case).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from graders.escaping import for_html
 from graders.reality.curves import RealityCurve
 from graders.reality.table import error_text, input_text, milliseconds, real_text
+from graders.results.essentials import first_case
 from graders.results.reports import TRACK_TABLE_TITLE, result_tags
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -25,6 +29,11 @@ body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px;
 h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ddd; margin-top: 2rem; }
 .score { font-size: 1.6rem; font-weight: 600; margin: 0.3rem 0; }
 .summary { color: #444; white-space: pre-wrap; }
+.next { background: #fdf1f1; border-left: 4px solid #d62728; padding: 0.1rem 1rem 0.3rem;
+        margin: 0.8rem 0; }
+.next.done { background: #eef7f0; border-color: #2ca02c; }
+.next h2 { border: 0; margin: 0.6rem 0 0.3rem; font-size: 1.15rem; }
+.next pre { background: #fff; }
 table { border-collapse: collapse; margin: 0.5rem 2rem 1rem 0; display: inline-table;
         vertical-align: top; }
 th, td { padding: 0.2rem 0.8rem; border-bottom: 1px solid #eee; text-align: left; }
@@ -110,9 +119,17 @@ def shown(value: float) -> str:
 
 def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
                title: str = "Serving lab feedback",
-               reality: Mapping[str, Sequence[RealityCurve]] | None = None) -> str:
+               reality: Mapping[str, Sequence[RealityCurve]] | None = None,
+               notes: Sequence[str] = ()) -> str:
     """The whole page for one grading run; ``reality``: each track's exact or simulated
-    tails, drawn in the figures and tabled under them (never graded)."""
+    tails, drawn in the figures and tabled under them (never graded); ``notes``: what
+    went wrong with the page itself (shown as "(feedback report: ...)").
+
+    ``document`` is a results document (see :mod:`graders.results.reports`); its
+    ``output`` is shown only in the ``text`` format. Two keys of the page's own may come
+    with it: ``import_error``, why serving.py did not import (then the first thing to
+    fix), and ``printed``, what the code printed (its first line says how much), shown
+    in a section of its own."""
     tests = [t for t in document.get("tests", []) if isinstance(t, Mapping)]
     failed = document.get("grader_failed") is True  # a grader failure shows no score
     score = float(document.get("score", 0.0))
@@ -120,6 +137,7 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
     maximum = float(extra.get("max_score", sum(float(t.get("max_score", 0)) for t in tests))
                     if isinstance(extra, Mapping) else 0.0)
     headline = "grader failed" if failed else f"{shown(score)} / {shown(maximum)}"
+    printed = str(document.get("printed") or "")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -132,16 +150,93 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
         if failed else
         f'<p class="score">Score <span id="score" data-score="{esc(number(score))}">'
         f'{esc(shown(score))}</span> / <span id="max-score">{esc(shown(maximum))}</span></p>',
-        f'<p class="summary">{esc(document.get("output", ""))}</p>',
+        _summary(document, notes),
+        "" if failed else _next_step(tests, score, maximum,
+                                     str(document.get("import_error") or "")),
         '<nav><a href="#scores">scores</a> &middot; <a href="#curves">curves</a> &middot; '
-        '<a href="#feedback">feedback</a></nav></header>',
+        '<a href="#feedback">feedback</a>'
+        + (' &middot; <a href="#printed">what your code printed</a>' if printed else "")
+        + "</nav></header>",
         _score_tables(tests),
         _curves(plots, reality or {}),
         _feedback(tests),
+        _printed(printed),
         _versions(extra),
         "</body></html>",
     ]
-    return "\n".join(parts) + "\n"
+    return "\n".join(part for part in parts if part) + "\n"
+
+
+def _summary(document: Mapping[str, Any], notes: Sequence[str]) -> str:
+    """How the run went, as plain text: the document's output when it is text (a partial
+    run, an import error, a grader failure), then ``notes``. Gradescope's ``html``
+    output is left out: it is markup for Gradescope, and the page says the same itself."""
+    output = document.get("output", "")
+    lines = [str(output)] if document.get("output_format", "text") != "html" else []
+    lines += [f"(feedback report: {note})" for note in notes]
+    text = "\n".join(line for line in lines if line.strip()).strip()
+    return f'<p class="summary">{esc(text)}</p>' if text else ""
+
+
+def _outcome(test: Mapping[str, Any]) -> str:
+    """passed, failed, not run (a partial run): the grader's outcome, else the status."""
+    extra = test.get("extra_data")
+    outcome = extra.get("outcome") if isinstance(extra, Mapping) else None
+    return str(outcome or test.get("status", "failed"))
+
+
+def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float,
+               import_error: str = "") -> str:
+    """What to do next: make serving.py import; else the first failed visible test, its
+    first failed case (with its hint, if any), and where the rest is; or that every
+    (visible) test passes."""
+    if import_error:
+        return ('<section id="next" class="next"><h2>What to fix first</h2>'
+                "<p>serving.py does not import, so every test fails:</p>"
+                f'<pre class="first-case">{esc(import_error)}</pre>'
+                "<p>Fix it, then run <code>pytest</code> again.</p></section>")
+    if not tests:
+        return ""
+    visible = [(n, t) for n, t in enumerate(tests) if _visible(t)]
+    first = next(((n, t) for n, t in visible if _outcome(t) not in ("passed", "not run")),
+                 None)
+    if first is None:
+        if score >= maximum:
+            text = "Every test passes: there is nothing left to fix."
+        elif any(_outcome(t) == "not run" for _, t in visible):
+            text = "Every visible test that ran passes."
+        else:
+            hidden = [t for t in tests if not _visible(t)]
+            earned = sum(float(t.get("score", 0)) for t in hidden)
+            most = sum(float(t.get("max_score", 0)) for t in hidden)
+            text = (f"Every visible test passes. The hidden tests earn {earned:.2f} of "
+                    f"{most:.2f} points; their cases are not shown.")
+        return f'<section id="next" class="next done"><p>{esc(text)}</p></section>'
+    number, test = first
+    function = _tags(test)[0]
+    output = str(test.get("output", "")).strip()
+    case = f'<pre class="first-case">{esc(first_case(output))}</pre>' if output else ""
+    lead = ("Its first failed case:" if output else
+            f"Its test &ldquo;{esc(test.get('name', ''))}&rdquo; failed.")
+    return (f'<section id="next" class="next"><h2>What to fix first</h2>'
+            f"<p>Start with <strong>{esc(function)}</strong>, the first function with a "
+            f"failed test. {lead}</p>{case}"
+            "<p>Fix it, then run <code>pytest</code> again. "
+            f'<a href="#test-{number}">Every failed case of this test</a>, and every other '
+            'failed test, are under <a href="#feedback">feedback</a>.</p></section>')
+
+
+def _visible(test: Mapping[str, Any]) -> bool:
+    return bool(test.get("visibility", "visible") == "visible")
+
+
+def _printed(printed: str) -> str:
+    """What the code printed: its first line says how much, the rest is the text."""
+    if not printed:
+        return ""
+    sentence, _, text = printed.partition("\n")
+    return (f'<section id="printed"><h2>What your code printed</h2><p>{esc(sentence)}</p>'
+            + (f"<pre>{esc(text)}</pre>" if text else "") + "</section>")
 
 
 def _versions(extra: Any) -> str:
@@ -188,19 +283,20 @@ def _score_tables(tests: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _feedback(tests: Sequence[Mapping[str, Any]]) -> str:
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for test in tests:
-        groups.setdefault(_tags(test)[0], []).append(test)
+    groups: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    for number, test in enumerate(tests):
+        groups.setdefault(_tags(test)[0], []).append((number, test))
     parts = ['<section id="feedback"><h2>Feedback</h2>']
     for function, members in groups.items():
         parts.append(f'<h3>{esc(function)}</h3><ul class="tests">')
-        parts.extend(_test_item(test) for test in members)
+        parts.extend(_test_item(number, test) for number, test in members)
         parts.append("</ul>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _test_item(test: Mapping[str, Any]) -> str:
+def _test_item(number: int, test: Mapping[str, Any]) -> str:
+    """The test's row: its status, name and points; a failed visible one's feedback."""
     name = esc(test.get("name", ""))
     visibility = str(test.get("visibility", "visible"))
     if visibility != "visible":  # its name and that it is hidden: nothing else
@@ -209,8 +305,8 @@ def _test_item(test: Mapping[str, Any]) -> str:
                 f'<span class="status">hidden</span>{name} <em>({esc(hidden)})</em></li>')
     status = "passed" if test.get("status") == "passed" else "failed"
     points = f"{float(test.get('score', 0)):.2f} / {float(test.get('max_score', 0)):.2f}"
-    item = (f'<li class="test {status}"><span class="status">{status}</span>{name} '
-            f"<em>({esc(points)})</em>")
+    item = (f'<li class="test {status}" id="test-{number}"><span class="status">{status}'
+            f"</span>{name} <em>({esc(points)})</em>")
     output = str(test.get("output", "")).strip()
     if status != "passed" and output:
         item += f"<pre>{esc(output)}</pre>"

@@ -19,9 +19,13 @@ from graders.results.reports import points_rows, points_text
 
 #: Lines of a failed test's feedback shown as its first failed case, at most.
 MAX_CASE_LINES = 12
+#: The page's file name everywhere students read it: this hint, the student README, the
+#: student bundle's .gitignore (which keeps it out of their commits), the class regrade.
+PAGE_FILE = "feedback.html"
+#: Where the rest is; Gradescope's output only (the page itself never says it).
 PAGE_HINT = ("The full feedback, every failed case and plots of your curves against the "
-             "reference, is on the HTML page: run pytest --grader-html feedback.html in your "
-             "copy of the lab repository.")
+             f"reference, is on the HTML page: run pytest --grader-html {PAGE_FILE} in your "
+             f"copy of the lab repository, then open {PAGE_FILE} in a browser.")
 
 
 def essentials_html(scores: Sequence[TestScore], outcome: str, printed: str = "") -> str:

@@ -28,6 +28,8 @@ from graders.feedback.page import FeedbackReport
 from graders.feedback.plots import figure_uri
 from graders.feedback.render import CSP, PlotView, build_page, number
 from graders.grading.cases import Case
+from graders.results.essentials import PAGE_HINT
+from graders.results.reports import grader_failure_results, gradescope_problems
 from graders.sandbox.runner import CallOutcome, StudentRunner
 from graders.trackfiles.tracks import Track, default_tracks_dir, load_tracks
 
@@ -272,7 +274,8 @@ def test_every_text_is_escaped() -> None:
     page = build_page(results_document(tests, 0.0), [plot])
     assert "<script" not in page
     assert "<b>label" not in page
-    assert page.count("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;") == 5
+    # the name, the output twice (what to fix first, the feedback), and the plot's 3 texts
+    assert page.count("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;") == 6
 
 
 def test_the_page_needs_no_network() -> None:
@@ -308,6 +311,131 @@ def test_if_the_plots_fail_the_page_still_shows_the_score_and_why(
     page = report.page(results_document([], 42.5))
     assert 'data-score="42.5">42.50</span>' in page
     assert "(feedback report: the plots could not be drawn: RuntimeError: no fonts)" in page
+
+
+#: The Gradescope essentials of a grading as ``essentials_html`` writes them: markup for
+#: Gradescope, which the page must never show.
+ESSENTIALS = ("<pre>Graded by the serving-lab grader.</pre>\n<p><strong>First failed case"
+              "</strong> (a &#91;iphone&#93;):</p>\n<pre>x &gt; y</pre>\n"
+              f"<p>{PAGE_HINT}</p>")
+#: A failed test's feedback: two failed cases, the first with a hint.
+FEEDBACK = "\n".join([
+    "queueing_latency matches [iphone]: 2 of 3 cases failed (tolerance rel 1e-06)",
+    "case 'defaults': queueing_latency(arrival_qps=8.0)",
+    "  p99_latency_ms: expected 132.87, got 80.77 - outside tolerance",
+    "    hint: p99 is the q = 0.99 quantile",
+    "case 'load 5%': queueing_latency(arrival_qps=1.7)",
+    "  p99_latency_ms: expected 71.68, got 30 - outside tolerance",
+])
+
+
+def section(page: str, name: str) -> str:
+    """The ``<section id=NAME>`` of ``page`` (sections it holds end it early: enough here)."""
+    found = re.search(rf'<section id="{name}"[^>]*>(.*?)</section>', page, re.DOTALL)
+    assert found is not None, name
+    return found.group(1)
+
+
+def test_gradescopes_html_output_never_shows_on_the_page() -> None:
+    document = {**results_document([], 1.0), "output": ESSENTIALS, "output_format": "html"}
+    page = build_page(document, [])
+    for shown_markup in ("&lt;pre&gt;", "&lt;p&gt;", "&lt;strong&gt;", "&amp;#91;",
+                         "&amp;gt;", "Graded by the serving-lab grader"):
+        assert shown_markup not in page
+    assert "--grader-html" not in page  # the page never tells how to make itself
+    assert 'class="summary"' not in page  # nothing else to say: no empty paragraph
+
+
+def test_a_text_output_is_the_summary_escaped_once() -> None:
+    document = {**results_document([], 1.0), "output_format": "text",
+                "output": "partial run: 1 of 48 graded tests; <b> & [x](y)"}
+    page = build_page(document, [])
+    assert page.count('<p class="summary">partial run: 1 of 48 graded tests; &lt;b&gt; &amp; '
+                      "[x](y)</p>") == 1
+
+
+def test_what_to_fix_first_is_the_first_failed_visible_test_and_its_first_case() -> None:
+    tests = [a_test("serve matches", "serve", 8.0, 8.0, ""),
+             a_test("erlang_c large fleets", "erlang_c", 0.0, 3.0, "secret case",
+                    "after_due_date"),
+             a_test("queueing_latency matches [iphone]", "queueing_latency", 1.0, 3.0,
+                    FEEDBACK, track="iphone"),
+             a_test("batching_tax matches [iphone]", "batching_tax", 0.0, 3.0, "other")]
+    page = build_page(results_document(tests, 9.0), [])
+    first = section(page, "next")
+    assert "Start with <strong>queueing_latency</strong>, the first function" in first
+    assert ('<pre class="first-case">' + html_escape("\n".join(FEEDBACK.splitlines()[:4]))
+            + "</pre>") in first  # its summary line, first case and hint; not the next case
+    assert "load 5%" not in first
+    assert "secret case" not in first
+    assert "batching_tax" not in first
+    assert "Fix it, then run <code>pytest</code> again." in first
+    assert '<a href="#test-2">' in first
+    assert '<li class="test failed" id="test-2"><span class="status">failed</span>' \
+           "queueing_latency matches [iphone]" in page
+    assert page.index('id="next"') < page.index('id="scores"')  # at the top
+
+
+def test_a_test_that_did_not_run_is_not_what_to_fix_first() -> None:
+    tests = [{**a_test("serve matches", "serve", 0.0, 8.0, "deselected"),
+              "extra_data": {"outcome": "not run"}},
+             a_test("erlang_c matches", "erlang_c", 0.0, 8.0, "NotImplementedError")]
+    first = section(build_page(results_document(tests, 0.0), []), "next")
+    assert "Start with <strong>erlang_c</strong>" in first
+    assert "deselected" not in first
+
+
+def test_when_every_test_passes_the_page_says_there_is_nothing_to_fix() -> None:
+    tests = [a_test("serve matches", "serve", 8.0, 8.0, "")]
+    page = build_page({**results_document(tests, 8.0), "extra_data": {"max_score": 8.0}}, [])
+    assert section(page, "next") == "<p>Every test passes: there is nothing left to fix.</p>"
+    assert "What to fix first" not in page
+
+
+def test_when_only_hidden_tests_lose_points_the_page_says_how_many() -> None:
+    tests = [a_test("serve matches", "serve", 8.0, 8.0, ""),
+             a_test("erlang_c large fleets", "erlang_c", 1.0, 3.0, "secret", "hidden")]
+    page = build_page({**results_document(tests, 9.0), "extra_data": {"max_score": 11.0}}, [])
+    assert section(page, "next") == ("<p>Every visible test passes. The hidden tests earn "
+                                     "1.00 of 3.00 points; their cases are not shown.</p>")
+    assert "secret" not in page
+
+
+def test_a_submission_that_does_not_import_is_told_to_fix_that_first() -> None:
+    tests = [a_test("serve matches", "serve", 0.0, 8.0, "could not be imported")]
+    document = {**results_document(tests, 0.0), "output": "",
+                "import_error": "serving.py could not be imported: <SyntaxError>"}
+    first = section(build_page(document, []), "next")
+    assert first == ("<h2>What to fix first</h2><p>serving.py does not import, so every "
+                     'test fails:</p><pre class="first-case">serving.py could not be '
+                     "imported: &lt;SyntaxError&gt;</pre><p>Fix it, then run <code>pytest"
+                     "</code> again.</p>")
+
+
+def test_a_grader_failure_page_says_why_and_has_nothing_to_fix() -> None:
+    page = build_page(grader_failure_results("the worker <vanished>"), [])
+    assert 'id="grader-failed"' in page
+    assert "the grader failed (the worker &lt;vanished&gt;)" in section_text(page)
+    assert 'id="next"' not in page
+
+
+def section_text(page: str) -> str:
+    found = re.search(r'<p class="summary">(.*?)</p>', page, re.DOTALL)
+    assert found is not None
+    return found.group(1)
+
+
+def test_what_the_code_printed_has_a_section_of_its_own_escaped_once() -> None:
+    evil = "<script>alert(1)</script> &amp; [link](x)"
+    document = {**results_document([], 1.0),
+                "printed": f"Your code printed 52 B; they follow.\n{evil}\n"}
+    page = build_page(document, [])
+    assert section(page, "printed") == (
+        "<h2>What your code printed</h2><p>Your code printed 52 B; they follow.</p>"
+        f"<pre>{html_escape(evil)}\n</pre>")
+    assert page.count(html_escape(evil)) == 1
+    assert '<a href="#printed">what your code printed</a>' in page
+    assert 'href="#printed"' not in build_page(results_document([], 1.0), [])
 
 
 # --- asking for the report ----------------------------------------------------------------
@@ -389,6 +517,35 @@ def test_without_matplotlib_graders_grade_html_writes_the_page(
     assert no_matplotlib.tries == []
 
 
+def test_the_plugins_page_says_a_partial_run_and_what_the_code_printed_as_text(
+        pytester: pytest.Pytester) -> None:
+    code = (CORPUS / "correct" / "serving.py").read_text(encoding="utf-8")
+    pytester.makepyfile(serving=f"{code}\nprint('<b>loud</b> &amp; [x](y)')\n")
+    result = pytester.runpytest("--student", "serving.py", "--grader-html", "page.html",
+                                "-k", "test_serve")
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    assert re.search(r'<p class="summary">partial run: \d+ of \d+ graded tests, ', page)
+    assert "&lt;b&gt;loud&lt;/b&gt; &amp;amp; [x](y)\n</pre></section>" in page
+    for markup in ("&lt;pre&gt;", "&lt;p&gt;", "&amp;#91;", "--grader-html"):
+        assert markup not in page
+
+
+def test_the_plugins_page_of_a_submission_that_does_not_import_says_so_first(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(serving="import a_module_nobody_has\n")
+    result = pytester.runpytest("--student", "serving.py", "--grader-html", "page.html",
+                                "-k", "test_serve")
+    result.stdout.no_fnmatch_line("INTERNALERROR*")
+    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    first = section(page, "next")
+    assert first.startswith("<h2>What to fix first</h2><p>serving.py does not import, so "
+                            'every test fails:</p><pre class="first-case">serving.py could '
+                            "not be imported: ModuleNotFoundError: No module named "
+                            "&#x27;a_module_nobody_has&#x27;")
+    assert page.count("No module named &#x27;a_module_nobody_has&#x27;") >= 2  # and below
+
+
 def test_the_html_ini_key_writes_the_page_relative_to_the_ini_file(
         pytester: pytest.Pytester) -> None:
     shutil.copy(TEMPLATE, pytester.path / "serving.py")
@@ -424,12 +581,37 @@ def grade(submission: Path, out: Path) -> tuple[dict[str, Any], str]:
     return document, page.read_text(encoding="utf-8")
 
 
+#: What the hostile submission prints and raises: markup, character references, Markdown.
+HOSTILE = ('<script>document.title = "ran"</script> <img src=x onerror="document.title=1"> '
+           "&amp; &#91;x&#93; &gt; [link](x) ![image](y) </pre><p><strong>")
+#: The correct solution, but for a transformer_state_gb that prints HOSTILE and answers
+#: twice the right value, and a quantity_to_float that raises HOSTILE.
+HOSTILE_CODE = f"""
+
+HOSTILE = {HOSTILE!r}
+_state_gb = transformer_state_gb
+
+
+def transformer_state_gb(model, context_tokens, kv_bytes):
+    print(HOSTILE)
+    return 2 * _state_gb(model, context_tokens, kv_bytes)
+
+
+def quantity_to_float(value, unit, default):
+    raise ValueError(HOSTILE)
+"""
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """The correct, the buggy and the template submission, each graded once with a page."""
+    """The correct, the buggy, the template and the hostile submission, each graded once
+    with a page."""
+    hostile = tmp_path_factory.mktemp("hostile-submission") / "serving.py"
+    hostile.write_text((CORPUS / "correct" / "serving.py").read_text(encoding="utf-8")
+                       + HOSTILE_CODE, encoding="utf-8")
     graded = {}
     for name, submission in (("correct", CORPUS / "correct"), ("buggy", BUGGY),
-                             ("template", TEMPLATE)):
+                             ("template", TEMPLATE), ("hostile", hostile)):
         out = tmp_path_factory.mktemp(name)
         document, _ = grade(submission, out)
         graded[name] = (out / "page.html", document)
@@ -545,3 +727,65 @@ def test_the_page_in_headless_chromium(graded: dict[str, tuple[Path, dict[str, A
                                               for track in tracks}
     assert all(loaded for _, _, loaded in images)
     assert screenshot.stat().st_size > 10_000
+
+
+#: HTML's elements (the grader's own ``<model Llama-2-70B>``, a repr in a case line, is
+#: none of them).
+ELEMENTS = ("a|abbr|address|article|aside|b|blockquote|body|br|button|caption|code|dd|"
+            "details|div|dl|dt|em|embed|fieldset|figcaption|figure|footer|form|h[1-6]|head|"
+            "header|hr|html|i|iframe|img|input|label|li|link|main|meta|nav|object|ol|p|pre|"
+            "q|s|script|section|select|small|span|strong|style|sub|summary|sup|svg|table|"
+            "tbody|td|textarea|tfoot|th|thead|title|tr|u|ul")
+#: Markup as a reader would see it were it escaped into view: a tag, a comment or doctype,
+#: or a character reference (named, decimal or hexadecimal).
+MARKUP = re.compile(rf"</?(?:{ELEMENTS})[\s/>]|<!|"
+                    r"&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);", re.IGNORECASE)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["correct", "buggy", "hostile"])
+def test_the_page_reads_clean_in_headless_chromium(
+        graded: dict[str, tuple[Path, dict[str, Any]]], name: str) -> None:
+    """What the reader sees holds no markup and no pointer to the page itself; what the
+    submission printed or raised shows literally, escaped once, and never runs.
+
+    The text is the body's ``innerText`` in Chromium: the text as laid out, with
+    references decoded and the head, styles and hidden elements left out, which is what
+    a reader sees; markup escaped into view (``&lt;pre&gt;``, ``&amp;#91;``) is in it as
+    ``<pre>``, ``&#91;``, and markup left unescaped is not text at all, but elements."""
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    path, document = graded[name]
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda message: problems.append(f"console: {message.text}")
+                    if message.type == "error" else None)
+            page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+            page.goto(path.as_uri(), wait_until="load")
+            text = page.locator("body").inner_text()
+            first = page.locator("header").inner_text()
+            title = page.title()
+            foreign = page.eval_on_selector_all(
+                "script, iframe, object, embed, img:not([data-function]), a:not([href^='#'])",
+                "els => els.map(e => e.outerHTML.slice(0, 80))")
+        finally:
+            browser.close()
+    assert gradescope_problems(document) == []  # and results.json stays valid Gradescope
+    assert problems == []
+    assert foreign == []  # no element of the submission's making
+    assert title.startswith("Serving lab feedback: ")  # no script of the submission's ran
+    assert "--grader-html" not in text
+    if name == "hostile":
+        assert HOSTILE in text  # literally: as printed, as raised
+        assert html_escape(HOSTILE) not in text  # and never escaped twice
+        text = text.replace(HOSTILE, "")
+    assert MARKUP.findall(text) == []
+    if name == "correct":
+        assert "Every test passes: there is nothing left to fix." in first
+    else:
+        assert "What to fix first" in first
+        assert "Fix it, then run pytest again." in first

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from fractions import Fraction
 
+from helpers import REPO
 from helpers import sample_score as score
 
-from graders.results.essentials import essentials_html, first_case
+from graders.regrade.job import PAGE_NAME
+from graders.results.essentials import PAGE_FILE, PAGE_HINT, essentials_html, first_case
 from graders.results.reports import gradescope_problems, gradescope_results, points_text
 
 FEEDBACK = "\n".join([
@@ -80,3 +83,23 @@ def test_a_score_just_under_the_maximum_never_reads_as_the_maximum() -> None:
                                                                        "12.000000")
     assert points_text(Fraction(12), Fraction(12)) == ("12.00", "12.00")
     assert points_text(Fraction(1153, 100), Fraction(12)) == ("11.53", "12.00")
+
+
+def test_results_with_hostile_text_in_the_essentials_stay_valid() -> None:
+    hostile = replace(scores()[1], output=HOSTILE)
+    document = gradescope_results([hostile], execution_time_s=1.0, output=HOSTILE,
+                                  output_html=essentials_html([hostile], HOSTILE, HOSTILE))
+    assert gradescope_problems(document) == []
+
+
+def test_the_page_is_named_the_same_wherever_students_read_of_it() -> None:
+    templates = REPO / "graders" / "export" / "templates"
+    ignored = (templates / "gitignore").read_text(encoding="utf-8").splitlines()
+    readme = (templates / "student_README.md").read_text(encoding="utf-8")
+    assert PAGE_HINT.count(f"--grader-html {PAGE_FILE} ") == 1
+    assert f"open {PAGE_FILE} in a browser" in PAGE_HINT
+    assert PAGE_FILE in ignored  # the page is never committed by mistake
+    assert [line for line in ignored if line.endswith(".html")] == [PAGE_FILE]
+    assert "--grader-html" in readme
+    assert set(re.findall(r"--grader-html (\S+?)`", readme)) == {PAGE_FILE}
+    assert PAGE_NAME == PAGE_FILE  # the class regrade's pages too
