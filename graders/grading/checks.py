@@ -20,19 +20,29 @@ from graders.grading.credit import (
     is_trivial,
     trivial_refusal,
 )
+from graders.grading.feedback_layout import (
+    CaseCounts,
+    FailedCase,
+    FeedbackParts,
+    cases_that_fit,
+    cause_of,
+    informative_order,
+    more_cases_line,
+)
 from graders.grading.hints import hint_for
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
 from graders.sandbox.wire import MAPPING, TUPLE, encode_argument
 
 #: Functions whose infinite values mean an unstable queue.
 QUEUE_FUNCTIONS = frozenset({"erlang_c", "queueing_latency", "batching_tax"})
-#: Failed cases spelled out in one test's feedback; the rest are counted.
+#: Failed cases spelled out in one test's feedback, at most; the rest are counted. Fewer
+#: are when they do not fit in :data:`MAX_FEEDBACK_CHARS`: the list is cut, never a case.
 MAX_CASES_SHOWN = 4
 #: Characters of one student value, and of one test's whole feedback, that are shown.
 MAX_VALUE_CHARS = 120
 MAX_FEEDBACK_CHARS = 4000
-#: Characters of one failed case's feedback (its call and its wrong fields).
-MAX_CASE_CHARS = 600
+#: Characters of a case's heading (its call).
+MAX_HEADING_CHARS = 2 * MAX_VALUE_CHARS
 #: Characters of a call failure's reason, and of a test's one-line summary.
 MAX_REASON_CHARS = 300
 #: Failed cases of one visible test whose values are kept for the class report's mistake
@@ -56,11 +66,14 @@ class GradingFailure(AssertionError):
     """Some of a test's cases failed; the message is the student's feedback, ``summary``
     its one line (for pytest's short summary)."""
 
-    def __init__(self, feedback: str, summary: str = "", full: str = "") -> None:
+    def __init__(self, feedback: str, summary: str = "", full: str = "",
+                 parts: FeedbackParts | None = None) -> None:
         super().__init__(feedback)
         self.summary = summary or feedback.split("\n", 1)[0]
         #: The feedback with nothing cut, for the HTML page.
         self.full = full or feedback
+        #: A visible test's feedback in parts, for the terminal (None for a hidden test).
+        self.parts = parts
 
 
 class StudentCallFailed(AssertionError):
@@ -197,6 +210,16 @@ def missed_case(case: Case, outcome: CallOutcome, differences: list[Difference])
             f"got {_short_number(first.actual)}")
 
 
+def failed_case(heading: str, message: str, function: str, differences: list[Difference],
+                lines: list[str]) -> FailedCase:
+    """A failed case as shown: its heading and a failed call's reason shortened, and the
+    lines of its wrong ``differences`` (one each, hints included) whole."""
+    fields = ((d.field, d.reason, line) for d, line in zip(differences, lines, strict=True))
+    return FailedCase(shortened(heading, MAX_HEADING_CHARS),
+                      shortened(message, MAX_REASON_CHARS), tuple(lines),
+                      cause_of(function, message, fields))
+
+
 def root_cause(function: str, wrong: Callable[[str], bool],
                unwritten: Callable[[str], bool] = lambda name: False) -> str | None:
     """The line that sends a student to the contract function ``function`` depends on
@@ -252,6 +275,8 @@ class Grading:
         self._first_problem = ""
         #: Each failed case's feedback uncut, for the HTML page.
         self._full_failures: list[str] = []
+        #: Each failed case as shown (values shortened), in the order run.
+        self._cases: list[FailedCase] = []
         #: Right answers that do not count (yet): trivial ones held back, or a constant's.
         self._held = 0
         self.tally = Tally()
@@ -280,10 +305,9 @@ class Grading:
         hints = self._root_cause is None
         for heading, message, function, differences in failed:
             lines = [describe_difference(function, d, hints=hints) for d in differences]
-            capped = [shortened(heading, 2 * MAX_VALUE_CHARS),
-                      *([f"  {shortened(message, MAX_REASON_CHARS)}"] if message else [])]
-            self.tally.failures.append(shortened("\n".join([*capped, *lines]),
-                                                 MAX_CASE_CHARS))
+            shown = failed_case(heading, message, function, differences, lines)
+            self._cases.append(shown)
+            self.tally.failures.append(shown.text())
             self._full_failures.append("\n".join([
                 heading, *([f"  {message}"] if message else []),
                 *(describe_difference(function, d, hints=hints, value_chars=None)
@@ -306,7 +330,8 @@ class Grading:
         self.tally.passed += trivial_passes
         self._confirm(functions)
         if self.tally.passed < self.tally.total or self.tally.share < 1:
-            raise GradingFailure(self.feedback(), self.summary(), self._feedback(full=True))
+            raise GradingFailure(self.feedback(), self.summary(), self._feedback(full=True),
+                                 None if self._hidden else self.parts())
 
     def _confirm(self, functions: set[str]) -> None:
         """Scale a visible test by what its functions' unseen inputs confirm."""
@@ -361,14 +386,21 @@ class Grading:
         return shortened(f"{counts}: {reason}" if reason else counts, MAX_REASON_CHARS)
 
     def _counts(self) -> str:
-        """``3 of 13 cases failed``, with the right answers that do not count yet apart:
-        ``10 of 10 cases right but not counted yet``, never called failed."""
+        """``3 of 13 cases failed`` (see :meth:`CaseCounts.text`)."""
+        return self._case_counts().text()
+
+    def _case_counts(self) -> CaseCounts:
         tally = self.tally
-        failed = tally.total - tally.passed - self._held
-        held = f"{self._held} right but not counted yet" if self._held else ""
-        if not failed and held:
-            return f"{self._held} of {tally.total} cases {held.split(' ', 1)[1]}"
-        return f"{failed} of {tally.total} cases failed" + (f", {held}" if held else "")
+        return CaseCounts(tally.total - tally.passed - self._held, tally.total, self._held)
+
+    def _notes_first(self) -> list[str]:
+        """The lines said before the cases: the root cause, then the notes."""
+        return [*([self._root_cause] if self._root_cause else []), *self._notes]
+
+    def parts(self) -> FeedbackParts:
+        """The feedback in parts, for the terminal (see :class:`FeedbackParts`)."""
+        return FeedbackParts(self._case_counts(), self._tolerance.describe(),
+                             tuple(self._notes_first()), tuple(self._cases))
 
     def feedback(self) -> str:
         """The failure summary: counts always, details only for visible tests; never more
@@ -376,21 +408,26 @@ class Grading:
         return shortened(self._feedback(), MAX_FEEDBACK_CHARS)
 
     def _feedback(self, *, full: bool = False) -> str:
-        """The feedback text; ``full``: every failed case, nothing cut (the HTML page)."""
-        tally = self.tally
+        """The feedback text; ``full``: every failed case, nothing cut (the HTML page).
+        Otherwise the most informative cases first (:func:`informative_order`), as many as
+        fit in :data:`MAX_FEEDBACK_CHARS` (up to :data:`MAX_CASES_SHOWN`), each whole."""
         summary = f"{self._label}: {self._counts()} (tolerance {self._tolerance.describe()})"
-        notes = [*([self._root_cause] if self._root_cause else []), *self._notes]
+        notes = self._notes_first()
         if self._hidden:
             return "\n".join([summary + "; the cases of this test are hidden.", *notes])
-        failures = self._full_failures if full else tally.failures
+        failures = self._full_failures if full else self.tally.failures
         reasons = {failure.split("\n", 1)[-1] for failure in failures}
         if len(reasons) == 1 and len(failures) > 1:
             only = next(iter(reasons)).strip()
             return "\n".join([summary, *notes, f"every failed case: {only}"])
-        shown = failures if full else failures[:MAX_CASES_SHOWN]
-        rest = len(failures) - len(shown)
-        more = [f"... and {rest} more failed cases"] if rest else []
-        return "\n".join([summary, *notes, *shown, *more])
+        if full:
+            return "\n".join([summary, *notes, *failures])
+        shown = [case.text() for case in informative_order(self._cases)]
+        room = MAX_FEEDBACK_CHARS - len("\n".join([summary, *notes, *more_cases_line(
+            len(shown))])) - 1
+        count = cases_that_fit(shown, room, most=MAX_CASES_SHOWN)
+        return "\n".join([summary, *notes, *shown[:count],
+                          *more_cases_line(len(shown) - count)])
 
 
 class Answer:

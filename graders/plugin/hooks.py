@@ -24,6 +24,7 @@ from graders.grading.checks import (
     StudentCallFailed,
     shortened,
 )
+from graders.grading.feedback_layout import FeedbackParts
 from graders.grading.scoring import (
     GraderMark,
     Status,
@@ -37,6 +38,7 @@ from graders.plugin.stash import SCORE_KEY, TALLY_KEY
 from graders.plugin.suite_imports import import_suite_module
 from graders.plugin.usage import usage_error
 from graders.results.reports import grader_failure_results, interrupted_results, score_table
+from graders.results.terminal import Block, cases_shown, group_key, grouped_block, plain_block
 from graders.sandbox.interrupts import interrupted_by
 from graders.sandbox.runner import OutputMark
 from graders.suite import EXTENSIONS_MODULE, HIDDEN_PREFIX
@@ -111,6 +113,8 @@ class GradingHooks:
         failure = call.excinfo.value if call.excinfo is not None else None
         if isinstance(failure, GradingFailure) and score.visibility == "visible":
             self.session.full_outputs[score.nodeid] = failure.full
+            if failure.parts is not None:
+                self.session.feedback_parts[score.nodeid] = failure.parts
         mark = self._output_marks.pop(item.nodeid, None) if report.when == "call" else None
         if mark is not None:
             self._captured(report, score, mark)
@@ -454,26 +458,18 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
             terminalreporter.write_line("Every test fails until serving.py imports cleanly.")
             terminalreporter.write_line("")
             failed = []  # every test failed for that one reason
-        unwritten = _not_implemented(grading, failed)
-        for score in failed:
-            if score.function in unwritten:  # one line per function, not one per test
-                line = unwritten[score.function]
-                if line:
-                    terminalreporter.write_line(for_terminal(line))
-                    terminalreporter.write_line("")
-                unwritten[score.function] = ""  # said
-                continue
-            if not score.output.startswith(score.name):
-                terminalreporter.write_line(for_terminal(f"{score.name}: {score.status}"),
-                                            bold=True)
-            terminalreporter.write_line(for_terminal(score.output))
-            printed = grading.printed.pop(score.function, "")  # under its first failure
-            if printed and config.getoption("capture") != "no":  # -s showed it live
+        blocks = _feedback_blocks(grading, failed,
+                                  printed=config.getoption("capture") != "no")  # -s: live
+        for block, shown in zip(blocks, cases_shown(blocks), strict=True):
+            if block.title is not None:
+                terminalreporter.write_line(for_terminal(block.title), bold=True)
+            for line in block.body(shown):
+                terminalreporter.write_line(for_terminal(line))
+            if block.printed:
                 terminalreporter.write_sep(
-                    "-", f"what serving.py printed while the {score.function} tests ran")
-                for line in shortened(printed.rstrip("\n"), MAX_FEEDBACK_CHARS).split("\n"):
-                    # a gutter: no printed line can pass for the grader's (a forged TOTAL)
-                    terminalreporter.write_line(for_terminal(f"| {line}"))
+                    "-", f"what serving.py printed while the {block.function} tests ran")
+                for line in block.printed:
+                    terminalreporter.write_line(for_terminal(line))
             terminalreporter.write_line("")
         not_run = [score for score in scores if score.status == "not run"]
         if not_run:  # one line, not one block per test
@@ -511,6 +507,49 @@ def _live_output() -> Callable[[bytes], None]:
         sys.stdout.flush()
 
     return write
+
+
+def _feedback_blocks(grading: GradingSession, failed: list[TestScore], *, printed: bool
+                     ) -> list[Block]:
+    """The feedback section's blocks, in the tests' order: a function not written yet in
+    one line; the failed per-track tests of one test function that say the same before
+    their cases in one block (see :func:`graders.results.terminal.grouped_block`); any
+    other failure as it is. What the submission printed goes under the first block of its
+    function (when ``printed``: not under ``-s``, which showed it live)."""
+    unwritten = _not_implemented(grading, failed)
+    entries: list[tuple[TestScore, Block | tuple[str, ...] | None]] = []
+    groups: dict[tuple[str, ...], list[tuple[str | None, FeedbackParts]]] = {}
+    for score in failed:
+        parts = grading.feedback_parts.get(score.nodeid)
+        if score.function in unwritten:  # one line per function, not one per test
+            if all(said.function != score.function for said, _ in entries):
+                entries.append((score, None))
+        elif parts is None or score.status != "failed":
+            entries.append((score, plain_block(score.name, score.status, score.output)))
+        else:
+            key = group_key(score.nodeid, parts)
+            if key not in groups:
+                entries.append((score, key))
+                groups[key] = []
+            groups[key].append((score.track, parts))
+    blocks = []
+    for score, entry in entries:
+        if entry is None:
+            blocks.append(Block(None, [unwritten.pop(score.function)]))
+            continue
+        if isinstance(entry, tuple):
+            name = score.name.removesuffix(f" [{score.track}]") if score.track else score.name
+            block = grouped_block(name, groups[entry])
+        else:
+            block = entry
+        output = grading.printed.pop(score.function, "") if printed else ""
+        if output:  # under its function's first failure
+            block.function = score.function
+            # a gutter: no printed line can pass for the grader's (a forged TOTAL)
+            block.printed = [f"| {line}" for line in shortened(
+                output.rstrip("\n"), MAX_FEEDBACK_CHARS).split("\n")]
+        blocks.append(block)
+    return blocks
 
 
 def _not_implemented(grading: GradingSession, failed: list[TestScore]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from graders.grading.credit import (
     is_trivial,
     nontrivial_matches,
 )
+from graders.grading.feedback_layout import FeedbackParts
 from graders.grading.scoring import TestScore, on_grid
 from graders.grading.unseen import (
     DEFAULT_UNSEEN,
@@ -105,6 +106,8 @@ class GradingSession:
     printed: dict[str, str] = field(default_factory=dict)
     #: Each failed visible test's feedback with nothing cut, by node id (the HTML page).
     full_outputs: dict[str, str] = field(default_factory=dict)
+    #: Each failed visible test's feedback in parts, by node id (the terminal groups them).
+    feedback_parts: dict[str, FeedbackParts] = field(default_factory=dict)
     #: The HTML report's curves, measured before the visible worker stops.
     feedback: FeedbackReport | None = None
     visible_finished: bool = False

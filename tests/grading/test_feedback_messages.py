@@ -10,7 +10,6 @@ import pytest
 from graders.export.build import INSTRUCTOR_ONLY
 from graders.grading.cases import Case
 from graders.grading.checks import (
-    MAX_CASE_CHARS,
     MAX_REASON_CHARS,
     Grading,
     GradingFailure,
@@ -102,14 +101,18 @@ def test_without_a_wrong_dependency_the_hints_stay_and_no_root_cause_is_named() 
     assert failure.summary == "3 of 3 cases failed: queue_p99_ms expected 46.54, got 12.882"
 
 
-def test_a_case_message_is_capped_with_a_visible_marker() -> None:
+def test_a_failed_call_s_long_reason_is_capped_with_a_visible_marker_and_nothing_else_is(
+        ) -> None:
     long_reason = CallOutcome("raised", message="ValueError: " + "x" * 5000)
     answers = {"case 0": long_reason, "case 1": WRONG, "case 2": WRONG}
     failure = failure_of(Source(answers), CASES)
-    blocks = str(failure).split("\ncase ")[1:]
-    assert blocks
-    assert all(len(block) <= MAX_CASE_CHARS + 60 for block in blocks)
-    assert "… [cut: " in str(failure)
+    lines = str(failure).splitlines()
+    reason = next(line for line in lines if line.startswith("  raised ValueError"))
+    assert len(reason) <= MAX_REASON_CHARS + 40
+    assert "… [cut: " in reason
+    kept = [line for line in lines if "hint:" in line or "expected" in line]
+    assert kept
+    assert not [line for line in kept if "[cut: " in line]  # a case is whole or not shown
     assert len(failure.summary) <= MAX_REASON_CHARS + 40
     assert "\n" not in failure.summary
 
