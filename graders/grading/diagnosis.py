@@ -337,7 +337,9 @@ def error_name(message: str) -> str:
 def error_hint(function: str, error: str, mistakes: Iterable[Mistake] | None = None
                ) -> str | None:
     """The hint for ``function`` raising ``error``: a catalogued mistake's, else the
-    function's general hint for that error."""
+    function's general hint for that error (none for a call that did not raise: "")."""
+    if not error:
+        return None
     for mistake in catalogue() if mistakes is None else mistakes:
         if mistake.function == function and mistake.error == error and mistake.hint:
             return mistake.hint
