@@ -30,10 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus"
 sys.path.insert(0, str(REPO))
 
+from graders.grading.mistakes import load_catalogue  # noqa: E402
 from graders.regrade.classpage import build_class_page  # noqa: E402
 from graders.regrade.classview import cluster_rows, with_classes  # noqa: E402
 from graders.regrade.clusters import cluster  # noqa: E402
-from graders.regrade.mistakes import load_catalogue  # noqa: E402
 from graders.regrade.report import GradedSubmission, class_report  # noqa: E402
 from graders.results.reports import read_valid_results  # noqa: E402
 

@@ -43,7 +43,7 @@ EXECUTABLE = 0o755
 #: The course secret's name in the Gradescope zip (run_autograder passes it to the grader).
 SECRET_NAME = "course_secret"
 #: Files of the ``graders`` package a student bundle takes besides its ``*.py`` modules.
-BUNDLED_NAMES = ("py.typed", "constraints.txt")
+BUNDLED_NAMES = ("py.typed", "constraints.txt", "mistakes.toml")
 
 
 class ExportError(GraderError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import json
 import math
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -20,6 +20,15 @@ from graders.grading.credit import (
     is_trivial,
     trivial_refusal,
 )
+from graders.grading.diagnosis import (
+    Diagnosis,
+    base_field,
+    case_inputs,
+    diagnose,
+    error_hint,
+    error_knock_on,
+    error_name,
+)
 from graders.grading.feedback_layout import (
     CaseCounts,
     FailedCase,
@@ -29,12 +38,9 @@ from graders.grading.feedback_layout import (
     informative_order,
     more_cases_line,
 )
-from graders.grading.hints import hint_for
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
 from graders.sandbox.wire import MAPPING, TUPLE, encode_argument
 
-#: Functions whose infinite values mean an unstable queue.
-QUEUE_FUNCTIONS = frozenset({"erlang_c", "queueing_latency", "batching_tax"})
 #: Failed cases spelled out in one test's feedback, at most; the rest are counted. Fewer
 #: are when they do not fit in :data:`MAX_FEEDBACK_CHARS`: the list is cut, never a case.
 MAX_CASES_SHOWN = 4
@@ -125,20 +131,43 @@ def _number(value: Any, limit: int | None = MAX_VALUE_CHARS) -> str:
     return shortened(repr(value), limit)
 
 
-def describe_difference(function: str, difference: Difference, *, hints: bool = True,
+def describe_difference(difference: Difference, *, hint: str | None = None,
+                        follows: str | None = None,
                         value_chars: int | None = MAX_VALUE_CHARS) -> str:
-    """One line per wrong field: expected, got, errors, tolerance and a hint (none when
-    ``hints`` is False: a wrong function it depends on is the likelier cause); values cut
-    to ``value_chars`` characters (None: never)."""
+    """A wrong field's line: expected, got, errors and tolerance, then its ``hint`` on a
+    line of its own; a knock-on's says the field it ``follows`` from instead (and has no
+    hint). Values cut to ``value_chars`` characters (None: never)."""
     line = (f"  {difference.field}: expected {_number(difference.expected, value_chars)}, "
-            f"got {_number(difference.actual, value_chars)} - {difference.reason}")
+            f"got {_number(difference.actual, value_chars)} - ")
+    if follows is not None:
+        return f"{line}follows from {follows}"
+    line += difference.reason
     if difference.abs_error is not None and difference.rel_error is not None:
         line += f"; abs error {difference.abs_error:.3g}, rel error {difference.rel_error:.3g}"
-    hint = hint_for(function, difference.field)
-    if function in QUEUE_FUNCTIONS and isinstance(difference.expected, float) \
-            and math.isinf(difference.expected):
-        hint = "the queue is unstable here (utilization >= 1): this value is infinite"
-    return f"{line}\n    hint: {hint}" if hint and hints else line
+    return f"{line}\n    hint: {hint}" if hint else line
+
+
+def case_lines(message: str, differences: Sequence[Difference], diagnosis: Diagnosis, *,
+               hints: bool = True, value_chars: int | None = MAX_VALUE_CHARS,
+               reason_chars: int | None = MAX_REASON_CHARS) -> list[str]:
+    """A failed case's lines under its heading: a failed call's reason and its hint, or
+    the root fields, each with its hint, then the knock-ons (no hints when ``hints`` is
+    False: a wrong function it depends on is the likelier cause)."""
+    if message:
+        lines = [f"  {shortened(message, reason_chars)}"]
+        return lines + ([f"    hint: {diagnosis.error_hint}"]
+                        if hints and diagnosis.error_hint else [])
+    ordered = ordered_differences(differences, diagnosis)
+    return [describe_difference(
+        d, hint=diagnosis.hints.get(base_field(d.field)) if hints else None,
+        follows=diagnosis.follows.get(base_field(d.field)), value_chars=value_chars)
+        for d in ordered]
+
+
+def ordered_differences(differences: Sequence[Difference], diagnosis: Diagnosis
+                        ) -> list[Difference]:
+    """The wrong fields as a case shows them: the root fields first, then the knock-ons."""
+    return sorted(differences, key=lambda d: base_field(d.field) in diagnosis.follows)
 
 
 def _short_number(value: Any) -> str:
@@ -211,13 +240,16 @@ def missed_case(case: Case, outcome: CallOutcome, differences: list[Difference])
 
 
 def failed_case(heading: str, message: str, function: str, differences: list[Difference],
-                lines: list[str]) -> FailedCase:
+                lines: list[str], error_hint: str | None = None) -> FailedCase:
     """A failed case as shown: its heading and a failed call's reason shortened, and the
-    lines of its wrong ``differences`` (one each, hints included) whole."""
+    lines of its wrong ``differences`` (one each, hints included) whole; a failed call's
+    ``error_hint`` on a line of its own."""
     fields = ((d.field, d.reason, line) for d, line in zip(differences, lines, strict=True))
+    cause = cause_of(function, message, fields)
+    if message and error_hint:
+        lines = [*lines, f"    hint: {error_hint}"]
     return FailedCase(shortened(heading, MAX_HEADING_CHARS),
-                      shortened(message, MAX_REASON_CHARS), tuple(lines),
-                      cause_of(function, message, fields))
+                      shortened(message, MAX_REASON_CHARS), tuple(lines), cause)
 
 
 def root_cause(function: str, wrong: Callable[[str], bool],
@@ -242,6 +274,14 @@ def root_cause(function: str, wrong: Callable[[str], bool],
         return (f"your {function} uses your {uses}, which is {NOT_IMPLEMENTED}: "
                 f"write {blamed} first")
     return f"your {function} uses your {uses}, which is wrong for these inputs: fix {blamed} first"
+
+
+def callees(function: str) -> list[str]:
+    """The contract functions ``function`` calls, directly or not (per the lab)."""
+    chain = [function]
+    while DEPENDS_ON.get(chain[-1]):
+        chain.append(DEPENDS_ON[chain[-1]][0])
+    return chain[1:]
 
 
 class CaseSource(Protocol):
@@ -285,7 +325,7 @@ class Grading:
         """Check every case; raise :class:`GradingFailure` with feedback if any failed."""
         trivial_passes = 0
         functions: set[str] = set()
-        failed: list[tuple[str, str, str, list[Difference]]] = []
+        failed: list[tuple[str, str, str, list[Difference], Diagnosis]] = []
         for case in cases:
             functions.add(case.function)
             expected = self._source.expected(case)
@@ -301,17 +341,22 @@ class Grading:
             causes = [root_cause(function, lambda f: self._source.evidence(f).wrong,
                                  lambda f: self._source.evidence(f).not_implemented)
                       for function in sorted(functions)]
+            causes += [diagnosis.knock_on for *_, diagnosis in failed]
             self._root_cause = next((cause for cause in causes if cause), None)
         hints = self._root_cause is None
-        for heading, message, function, differences in failed:
-            lines = [describe_difference(function, d, hints=hints) for d in differences]
-            shown = failed_case(heading, message, function, differences, lines)
+        for heading, message, function, differences, diagnosis in failed:
+            ordered = ordered_differences(differences, diagnosis)
+            lines = case_lines("", ordered, diagnosis, hints=hints)
+            shown = failed_case(heading, message, function, ordered, lines,
+                                diagnosis.error_hint if hints else None)
             self._cases.append(shown)
             self.tally.failures.append(shown.text())
             self._full_failures.append("\n".join([
-                heading, *([f"  {message}"] if message else []),
-                *(describe_difference(function, d, hints=hints, value_chars=None)
-                  for d in differences)]))
+                heading, *case_lines(message, differences, diagnosis, hints=hints,
+                                     value_chars=None, reason_chars=None)]))
+            if self._hidden and hints and diagnosis.error_hint \
+                    and f"hint: {diagnosis.error_hint}" not in self._notes:
+                self._notes.append(f"hint: {diagnosis.error_hint}")
         for function in sorted(functions):
             evidence = self._source.evidence(function)
             reason = trivial_refusal(function, evidence)
@@ -344,16 +389,20 @@ class Grading:
                 self._notes.append(note)
 
     def _check_one(self, case: Case, expected: Any
-                   ) -> tuple[bool, tuple[str, str, str, list[Difference]] | None]:
+                   ) -> tuple[bool, tuple[str, str, str, list[Difference], Diagnosis] | None]:
         """Whether ``case`` passed and, when it failed, its heading, a failed call's
-        reason ("" for a wrong answer), its function and wrong fields, uncut."""
+        reason ("" for a wrong answer), its function, wrong fields (uncut) and causes."""
         outcome = self._source.outcome(case)
         heading = f"case {case.case_id!r}: {case.describe_inputs()}"
         if not outcome.ok:
             self._keep(case, outcome, ())
             message = failed_call_message(outcome)
             self._first_problem = self._first_problem or shortened(message, MAX_REASON_CHARS)
-            return False, (heading, message, case.function, [])
+            error = error_name(outcome.message) if outcome.status == "raised" else ""
+            diagnosis = Diagnosis(error_hint=error_hint(case.function, error),
+                                  knock_on=error_knock_on(case.function, error,
+                                                          callees(case.function)))
+            return False, (heading, message, case.function, [], diagnosis)
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
             return True, None
@@ -362,7 +411,9 @@ class Grading:
         self._first_problem = self._first_problem or (
             f"{first.field} expected {_short_number(first.expected)}, "
             f"got {_short_number(first.actual)}")
-        return False, (heading, "", case.function, list(differences))
+        diagnosis = diagnose(case.function, case_inputs(case.function, case.args, case.kwargs),
+                             expected, outcome.value, [d.field for d in differences])
+        return False, (heading, "", case.function, list(differences), diagnosis)
 
     def _keep(self, case: Case, outcome: CallOutcome, differences: Iterable[Difference]
               ) -> None:

@@ -55,3 +55,31 @@ CONTRACT_FUNCTIONS = tuple(RESULT_FIELDS)
 EXTENSION_FIELDS: dict[str, tuple[str, ...] | None] = {
     "exact_p99_ms": None,  # (*, arrival_qps, service_ms, replicas=1): the exact M/M/c p99
 }
+
+#: Each contract function's parameters in order, with the lab's defaults (``REQUIRED``: none),
+#: as the handout's signatures give them (lab spec section 1): the names a case's
+#: positional inputs go by, where the reference is absent too.
+REQUIRED = object()
+PARAMETERS: dict[str, tuple[tuple[str, object], ...]] = {
+    "serve": (("n_requests", REQUIRED), ("batch_size", REQUIRED), ("overhead_ms", 20.0),
+              ("marginal_ms", 2.0)),
+    "erlang_c": (("arrival_qps", REQUIRED), ("service_ms", REQUIRED), ("replicas", REQUIRED)),
+    "queueing_latency": (("arrival_qps", REQUIRED), ("service_ms", REQUIRED), ("replicas", 1),
+                         ("service_cv", 1.0), ("slo_ms", 100.0)),
+    "batching_tax": (("batch_size", REQUIRED), ("arrival_qps", REQUIRED),
+                     ("service_ms", REQUIRED), ("slo_ms", REQUIRED), ("efficiency_gain", 1.0),
+                     ("replicas", 1), ("service_cv", 1.0)),
+    "transformer_state_gb": (("model", REQUIRED), ("context_tokens", REQUIRED),
+                             ("kv_bytes", REQUIRED)),
+    "cache_capacity": (("profile", REQUIRED), ("model", REQUIRED), ("context_tokens", REQUIRED),
+                       ("precision_bytes", REQUIRED), ("devices_per_replica", 1),
+                       ("kv_precision_bytes", None)),
+    "cold_start_latency": (("profile", REQUIRED), ("precision_bytes", REQUIRED),
+                           ("storage_bandwidth_gbs", None),
+                           ("interconnect_bandwidth_gbs", None), ("deserialize_gbs", None),
+                           ("runtime_init_ms", None), ("warmup_ms", None),
+                           ("warm_pool_replicas", 0), ("scale_out_replicas", 1)),
+    "quantity_to_float": (("value", REQUIRED), ("unit", REQUIRED), ("default", REQUIRED)),
+    "serving_track_profile": (("profile", REQUIRED), ("variant", REQUIRED),
+                              ("hardware", REQUIRED), ("model", REQUIRED)),
+}

@@ -1,4 +1,6 @@
-"""Hints shown beside a wrong field: where the usual mistake hides, not the answer."""
+"""General hints, shown beside a wrong root field (or a raised error) that no catalogued
+mistake explains (:mod:`graders.grading.diagnosis`): where the usual mistake hides, not the
+answer."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ HINTS: dict[tuple[str, str | None], str] = {
     ("serve", "passes"): "a partly filled last pass is still a pass (round up, not down)",
     ("serve", "total_ms"): "every pass pays the overhead once plus the marginal cost per request",
     ("serve", "throughput_rps"): "requests per second: divide by total time in seconds",
-    ("erlang_c", "wait_probability"): "large fleets overflow the textbook factorials; "
-                                      "use the Erlang B recursion",
+    ("erlang_c", "wait_probability"): "C(c, a) from the Erlang B recursion; an overloaded "
+                                      "queue (a >= c) always waits (1.0)",
     ("erlang_c", "wait_rate_per_s"): "the rate at which the queue drains: c*mu - lambda",
     ("queueing_latency", "utilization"): "utilization is lambda / (c * mu), with mu per second",
     ("queueing_latency", "mean_latency_ms"): "check the variability factor max(0.1, (1+cv^2)/2)",
@@ -44,6 +46,38 @@ HINTS: dict[tuple[str, str | None], str] = {
                                                         "the hardware has no storage",
     ("serving_track_profile", "battery_wh"): "no battery is None, not 0",
 }
+
+
+#: Hints by (function, exception name) for a call that raised; a ``None`` name applies to
+#: every exception of the function (NotImplementedError never gets one).
+ERROR_HINTS: dict[tuple[str, str | None], str] = {
+    ("serve", "ZeroDivisionError"): "a partly filled last pass is still a pass: at least "
+                                    "one pass for n >= 1 (round up)",
+    ("erlang_c", "OverflowError"): "large fleets overflow the textbook factorials; use the "
+                                   "Erlang B recursion",
+    ("erlang_c", "ZeroDivisionError"): "an overloaded queue (a >= c) returns (inf, 1.0) "
+                                       "before dividing by c - a",
+    ("queueing_latency", "ZeroDivisionError"): "an unstable queue (utilization >= 1) returns "
+                                               "infinite latencies before dividing by the "
+                                               "wait rate",
+    ("queueing_latency", "OverflowError"): "large fleets overflow the textbook factorials; "
+                                           "use the Erlang B recursion in erlang_c",
+    ("batching_tax", "ZeroDivisionError"): "an unstable queue of batches gives an infinite "
+                                           "total_p99_ms, not a division by zero",
+    ("cache_capacity", "ZeroDivisionError"): "a state of 0 GB (0 context tokens) fits no "
+                                             "request limit: max_concurrent is 0 there",
+    ("cold_start_latency", "ZeroDivisionError"): "bandwidths are at least 0.001 GB/s; a "
+                                                 "given 0 or None falls back to the profile's",
+    ("quantity_to_float", None): "fall back to the default whenever a value cannot be "
+                                 "converted",
+}
+
+
+def error_hint_for(function: str, error: str) -> str | None:
+    """The hint for ``function`` raising ``error``, if there is one."""
+    if not error or error == "NotImplementedError":
+        return None
+    return ERROR_HINTS.get((function, error)) or ERROR_HINTS.get((function, None))
 
 
 def hint_for(function: str, field: str) -> str | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from graders.grading.checks import DEPENDS_ON
-from graders.regrade.mistakes import Mistake, parameter_names
+from graders.grading.mistakes import Mistake, parameter_names
 from graders.regrade.report import GradedSubmission, function_of, track_of
 
 #: Relative tolerance within which two wrong answers' ratios to the reference agree.
@@ -197,7 +197,7 @@ def _inputs(function: str, case: Mapping[str, Any]) -> dict[str, float]:
 
 def matches(mistake: Mistake, function: str, kept: Sequence[Mapping[str, Any]]) -> bool:
     """Whether the kept failed cases of ``function`` show ``mistake`` (see
-    :mod:`graders.regrade.mistakes`)."""
+    :mod:`graders.grading.mistakes`)."""
     if mistake.function != function:
         return False
     if mistake.error:

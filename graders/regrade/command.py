@@ -32,6 +32,7 @@ from pathlib import Path
 from types import FrameType
 
 from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
+from graders.grading.mistakes import Mistake, load_catalogue
 from graders.plugin.settings import flag_value, points_total, read_secret
 from graders.regrade.classpage import PAGE_NAME, build_class_page
 from graders.regrade.classview import (
@@ -43,7 +44,6 @@ from graders.regrade.classview import (
 )
 from graders.regrade.clusters import cluster
 from graders.regrade.job import JobContext, run_job
-from graders.regrade.mistakes import Mistake, load_catalogue
 from graders.regrade.progress import Progress
 from graders.regrade.report import (
     GradedSubmission,

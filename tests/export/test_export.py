@@ -184,6 +184,7 @@ def test_the_bundle_pyproject_installs_the_plugin_without_the_reference(bundle: 
     assert notebook["project"]["optional-dependencies"]["notebook"] == ["marimo==0.25.2"]
     assert not any(name.startswith("matplotlib") for name in dependencies)
     assert "constraints.txt" in project["tool"]["setuptools"]["package-data"]["graders"]
+    assert "grading/mistakes.toml" in project["tool"]["setuptools"]["package-data"]["graders"]
 
 
 def test_the_bundle_pytest_runs_without_the_plugins_a_grading_does_not_use(
@@ -251,8 +252,10 @@ def test_the_bundle_takes_only_modules_from_the_package(bundle: Path) -> None:
     assert package
     assert all(f.endswith((".py", "/py.typed"))
                or f in ("graders/golden.json", "graders/reality.json",
-                        "graders/constraints.txt") for f in package)
+                        "graders/constraints.txt", "graders/grading/mistakes.toml")
+               for f in package)
     assert "graders/constraints.txt" in package  # the pins the bundle installs and checks
+    assert "graders/grading/mistakes.toml" in package  # the hints that name a bug
 
 
 def test_a_hidden_test_outside_a_hidden_module_stops_the_export() -> None:

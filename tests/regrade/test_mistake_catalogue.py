@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.regrade.mistakes import (
+from graders.grading.mistakes import (
     BUILTIN,
     MistakeError,
     load_catalogue,

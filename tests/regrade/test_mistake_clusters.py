@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from graders.grading.mistakes import load_catalogue
 from graders.regrade.classpage import build_class_page
 from graders.regrade.classview import (
     anonymous_label,
@@ -18,7 +19,6 @@ from graders.regrade.classview import (
     with_classes,
 )
 from graders.regrade.clusters import cluster, signature
-from graders.regrade.mistakes import load_catalogue
 from graders.regrade.report import GradedSubmission, class_report, markdown
 from graders.regrade.roster import Submitter
 

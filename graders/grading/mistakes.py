@@ -1,8 +1,11 @@
 """The catalogue of known mistakes: each one a transformation of the reference's answer that
-a cluster of wrong answers can be matched against (see :mod:`graders.regrade.clusters`).
+a student's wrong answer can be matched against, to name its cause in the student's
+feedback (:mod:`graders.grading.diagnosis`) and to label a cluster of a class's wrong
+answers (:mod:`graders.regrade.clusters`). It lives here, beside the grading, because the
+student bundle grades with it too (without ``reference/`` and without the regrade).
 
 A catalogue is a TOML file of ``[[mistake]]`` tables (the grader's own is
-``graders/regrade/mistakes.toml``; an instructor adds one with ``graders regrade
+``graders/grading/mistakes.toml``; an instructor adds one with ``graders regrade
 --mistakes FILE``, whose entries are tried first)::
 
     [[mistake]]
@@ -12,12 +15,20 @@ A catalogue is a TOML file of ``[[mistake]]`` tables (the grader's own is
     field = "batched_service_ms"             # a result field (omit for plain results)
     got = "expected * (1 + 0.08 * log(batch_size)) / (1 + 0.08 * log2(batch_size))"
     rel = 1e-6                               # optional tolerance (default 1e-6)
+    hint = "the batched service grows 8 % per doubling of the batch: log2(B), not log"
 
 ``got`` is an arithmetic expression of the student's answer in terms of ``expected`` (the
-reference's value of the field) and the case's numeric inputs by parameter name
-(positional ones also as ``arg0``, ``arg1``, ...), with ``+ - * / // % **``, numbers,
-``inf``, ``pi``, ``e`` and the functions :data:`FUNCTIONS`. Instead of ``got``, ``error``
-names the exception the mistaken code raises (``error = "OverflowError"``).
+reference's value of the field), the reference's other fields of the same answer by
+name (where they are known: in grading, not in a class report, which keeps only the
+wrong fields) and the case's numeric inputs by parameter name (positional ones also as
+``arg0``, ``arg1``, ...; an input and a field of the same name hold the field's value),
+with ``+ - * / // % **``, numbers, ``inf``, ``pi``, ``e`` and the functions
+:data:`FUNCTIONS`. Instead of ``got``, ``error`` names the exception the mistaken code
+raises (``error = "OverflowError"``).
+
+``hint`` is what a student is told when the entry fits their answer: it names the cause
+(in the handout's terms, never the expected value). The grader's own entries all have one;
+an entry without one names nothing in feedback and only labels clusters.
 
 A cluster matches an entry when every kept failed case of its function that has the field
 wrong (or, for ``error``, that raised) agrees with the entry, and there is at least one.
@@ -26,7 +37,6 @@ wrong (or, for ``error``, that raised) agrees with the entry, and there is at le
 from __future__ import annotations
 
 import ast
-import inspect
 import math
 import operator
 import re
@@ -37,7 +47,36 @@ from pathlib import Path
 from typing import Any
 
 from graders.errors import GraderError
-from graders.grading.contract import RESULT_FIELDS
+from graders.grading.contract import PARAMETERS, RESULT_FIELDS
+
+
+def sojourn_quantile(q: float, arrival_qps: float, service_ms: float, replicas: float,
+                     wait_probability: float) -> float:
+    """The ``q`` quantile of an M/M/c request's whole latency (service and wait) in ms,
+    with Erlang C value ``wait_probability``: the exact tail some students compute instead
+    of the lab's formula (a mean service time plus the waiting time's quantile). Bisection
+    on the survival (1 - C) e^(-mu t) + C e^(-mu t) (1 + mu (1 - e^(-(r - mu) t)) / (r - mu))."""
+    mu = 1.0 / service_ms
+    r = max(1.0, float(int(replicas))) / service_ms - arrival_qps / 1000.0
+    if not (0 < q < 1 and mu > 0 and r > 0 and 0 <= wait_probability <= 1):
+        raise ValueError("outside the formula's domain")
+
+    def survival(t: float) -> float:
+        served = math.exp(-mu * t)
+        d = r - mu
+        spread = t if abs(d * t) < 1e-12 else -math.expm1(-d * t) / d
+        return (1 - wait_probability) * served + wait_probability * served * (1 + mu * spread)
+
+    low, high = 0.0, -math.log(1 - q) * (1 / mu + 1 / r)
+    while survival(high) > 1 - q:
+        low, high = high, 2 * high
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        low, high = (middle, high) if survival(middle) > 1 - q else (low, middle)
+    return (low + high) / 2
+
 
 BUILTIN = Path(__file__).with_name("mistakes.toml")
 DEFAULT_REL = 1e-6
@@ -46,6 +85,8 @@ FUNCTIONS: dict[str, Callable[..., float]] = {
     "log": math.log, "log2": math.log2, "log10": math.log10, "exp": math.exp,
     "sqrt": math.sqrt, "floor": math.floor, "ceil": math.ceil, "abs": abs,
     "min": min, "max": max,
+    "at_most": lambda a, b: float(a <= b),  # 1 when a <= b, else 0 (a bool answer)
+    "sojourn_quantile": sojourn_quantile,
 }
 CONSTANTS = {"inf": math.inf, "pi": math.pi, "e": math.e}
 _OPERATORS: dict[type[ast.AST], Callable[..., Any]] = {
@@ -53,7 +94,7 @@ _OPERATORS: dict[type[ast.AST], Callable[..., Any]] = {
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos,
 }
-_KEYS = {"id", "label", "function", "field", "got", "error", "rel"}
+_KEYS = {"id", "label", "function", "field", "got", "error", "rel", "hint"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 MAX_EXPRESSION_CHARS = 400
 
@@ -73,11 +114,19 @@ class Mistake:
     got: str
     error: str
     rel: float = DEFAULT_REL
+    #: What a student whose answer fits is told ("" for none).
+    hint: str = ""
 
-    def predicts(self, expected: Any, inputs: Mapping[str, float]) -> float | None:
+    def predicts(self, expected: Any, inputs: Mapping[str, float],
+                 fields: Mapping[str, Any] | None = None) -> float | None:
         """The answer this mistake gives, or None when it cannot be computed here (an
-        input it needs is missing, or the arithmetic fails)."""
-        names = {**CONSTANTS, **inputs}
+        input or field it needs is missing, or the arithmetic fails). ``fields``: the
+        reference's whole answer, when known."""
+        names: dict[str, float] = {**CONSTANTS, **inputs}
+        for name, value in (fields or {}).items():
+            number = _number(value)
+            if number is not None:
+                names[name] = number
         number = _number(expected)
         if number is not None:  # else an expression that uses it cannot be computed
             names["expected"] = number
@@ -86,9 +135,10 @@ class Mistake:
         except (KeyError, ArithmeticError, ValueError, TypeError):
             return None
 
-    def agrees(self, expected: Any, got: Any, inputs: Mapping[str, float]) -> bool:
+    def agrees(self, expected: Any, got: Any, inputs: Mapping[str, float],
+               fields: Mapping[str, Any] | None = None) -> bool:
         """Whether ``got`` is this mistake's answer for a case (within ``rel``)."""
-        predicted = self.predicts(expected, inputs)
+        predicted = self.predicts(expected, inputs, fields)
         actual = _number(got)
         if predicted is None or actual is None:
             return False
@@ -156,25 +206,18 @@ def _check_expression(text: str, names: set[str] | None, where: str) -> None:
                                f"{', '.join(sorted(names))}")
 
 
-def input_names(function: str) -> set[str] | None:
-    """The names an expression of ``function`` may use: ``expected``, the constants, and the
-    reference's parameter names and positions (None when the reference is absent)."""
-    try:
-        import reference
-    except ImportError:
-        return None
-    parameters = list(inspect.signature(getattr(reference, function)).parameters)
-    return {"expected", *CONSTANTS, *parameters,
+def input_names(function: str) -> set[str]:
+    """The names an expression of ``function`` may use: ``expected``, the constants, the
+    contract's parameter names and positions, and the function's result fields."""
+    parameters = parameter_names(function)
+    return {"expected", *CONSTANTS, *parameters, *(RESULT_FIELDS[function] or ()),
             *(f"arg{index}" for index in range(len(parameters)))}
 
 
 def parameter_names(function: str) -> list[str]:
-    """The reference's parameter names of ``function`` in order ([] without it)."""
-    try:
-        import reference
-    except ImportError:
-        return []
-    return list(inspect.signature(getattr(reference, function)).parameters)
+    """The contract's parameter names of ``function``, in order."""
+    return [name for name, _ in PARAMETERS[function]]
+
 
 
 def parse_catalogue(text: str, source: str) -> list[Mistake]:
@@ -233,8 +276,11 @@ def _mistake(entry: Mapping[str, Any], where: str) -> Mistake:
     rel = entry.get("rel", DEFAULT_REL)
     if isinstance(rel, bool) or not isinstance(rel, int | float) or not 0 <= rel < 1:
         raise MistakeError(f"{where}: rel must be a number in [0, 1), got {rel!r}")
+    hint = entry.get("hint", "")
+    if not isinstance(hint, str):
+        raise MistakeError(f"{where}: hint must be a string (what a student is told)")
     return Mistake(entry["id"], " ".join(entry["label"].split()), function, field, got,
-                   error, float(rel))
+                   error, float(rel), " ".join(hint.split()))
 
 
 def _unique(mistakes: Iterable[Mistake], source: str) -> None:
