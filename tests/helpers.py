@@ -589,3 +589,32 @@ def world_readable_install(folder: Path) -> str:
     return f"{site}:{project}"
 
 
+# --- two bugs at once (issue 31: the terminal says each thing once) ---------------------
+
+#: The whole terminal output of a two-bug grading, feedback and score table: a screen or two.
+TWO_BUG_MAX_LINES = 60
+#: Each bug as the corpus plants it: (the correct line, the buggy one).
+BUGS = {
+    "variability_linear_cv": ("v = max(0.1, (1 + service_cv**2) / 2)",
+                              "v = max(0.1, (1 + service_cv) / 2)"),
+    "mb_over_1000": ("state = profile.state_mb_per_request / 1024",
+                     "state = profile.state_mb_per_request / 1000"),
+    "passes_floor": ("passes = math.ceil(n_requests / batch_size)",
+                     "passes = n_requests // batch_size"),
+    "warm_pool_ignored": (
+        "protected = min(1.0, max(0, warm_pool_replicas) / max(1, scale_out_replicas))",
+        "protected = 0.0"),
+}
+
+
+def with_bugs(folder: Path, *bugs: str) -> Path:
+    """The correct submission with ``bugs`` planted, each the one bug of its corpus folder."""
+    source = (CORPUS / "correct" / "serving.py").read_text(encoding="utf-8")
+    for bug in bugs:
+        right, wrong = BUGS[bug]
+        assert source.count(right) == 1, right
+        assert wrong in (CORPUS / bug / "serving.py").read_text(encoding="utf-8"), bug
+        source = source.replace(right, wrong)
+    folder.mkdir()
+    (folder / "serving.py").write_text(source, encoding="utf-8")
+    return folder

@@ -239,15 +239,36 @@ def missed_case(case: Case, outcome: CallOutcome, differences: list[Difference])
             f"got {_short_number(first.actual)}")
 
 
-def failed_case(heading: str, message: str, function: str, differences: list[Difference],
-                lines: list[str], error_hint: str | None = None) -> FailedCase:
-    """A failed case as shown: its heading and a failed call's reason shortened, and the
-    lines of its wrong ``differences`` (one each, hints included) whole; a failed call's
-    ``error_hint`` on a line of its own."""
-    fields = ((d.field, d.reason, line) for d, line in zip(differences, lines, strict=True))
-    cause = cause_of(function, message, fields)
+def shown_fields(differences: Sequence[Difference], diagnosis: Diagnosis, *, hints: bool
+                 ) -> list[tuple[str, str, str]]:
+    """A wrong answer's entries as the terminal and Gradescope show them, each ``(fields,
+    why, text)``: one per root field (its expected-versus-got line and its hint), then one
+    line per root naming the fields that follow from it (their values are on the page)."""
+    ordered = ordered_differences(differences, diagnosis)
+    roots = [d for d in ordered if base_field(d.field) not in diagnosis.follows]
+    entries = [(d.field, d.reason, line) for d, line in
+               zip(roots, case_lines("", roots, diagnosis, hints=hints), strict=True)]
+    following: dict[str, list[str]] = {}
+    for difference in ordered[len(roots):]:
+        following.setdefault(diagnosis.follows[base_field(difference.field)],
+                             []).append(difference.field)
+    for root, fields in following.items():
+        # the same cause whichever fields follow (a case far from saturation has fewer)
+        entries.append((f"following from {root}", "follows",
+                        f"  {', '.join(fields)}: wrong too, following from {root}"))
+    return entries
+
+
+def failed_case(heading: str, message: str, function: str,
+                entries: Sequence[tuple[str, str, str]], error_hint: str | None = None
+                ) -> FailedCase:
+    """A failed case as shown: its heading and a failed call's reason shortened, and its
+    ``entries`` (see :func:`shown_fields`) whole; a failed call's ``error_hint`` on a line
+    of its own."""
+    lines = [text for *_, text in entries]
+    cause = cause_of(function, message, entries)
     if message and error_hint:
-        lines = [*lines, f"    hint: {error_hint}"]
+        lines.append(f"    hint: {error_hint}")
     return FailedCase(shortened(heading, MAX_HEADING_CHARS),
                       shortened(message, MAX_REASON_CHARS), tuple(lines), cause)
 
@@ -345,9 +366,8 @@ class Grading:
             self._root_cause = next((cause for cause in causes if cause), None)
         hints = self._root_cause is None
         for heading, message, function, differences, diagnosis in failed:
-            ordered = ordered_differences(differences, diagnosis)
-            lines = case_lines("", ordered, diagnosis, hints=hints)
-            shown = failed_case(heading, message, function, ordered, lines,
+            shown = failed_case(heading, message, function,
+                                shown_fields(differences, diagnosis, hints=hints),
                                 diagnosis.error_hint if hints else None)
             self._cases.append(shown)
             self.tally.failures.append(shown.text())

@@ -258,6 +258,8 @@ def knock_ons(function: str, wrong: Iterable[str], own: Mapping[str, Any],
     table = DERIVATIONS.get(function, {})
     parent: dict[str, str] = {}
     for name in wrong:
+        if not _answered(own.get(name)):  # not a number or a bool: a mistake of its own
+            continue
         for derivation in table.get(name, ()):
             upstream = [source for source in derivation.sources if source in wrong]
             if not upstream:
@@ -273,6 +275,13 @@ def knock_ons(function: str, wrong: Iterable[str], own: Mapping[str, Any],
             current = parent[current]
         roots[name] = current
     return roots
+
+
+def _answered(value: Any) -> bool:
+    """Whether ``value`` is a number (infinity included, NaN not) or a bool: something a
+    formula on other fields could have produced."""
+    return isinstance(value, int | float) and not (isinstance(value, float)
+                                                    and math.isnan(value))
 
 
 def _contradicted(function: str, name: str, own: Mapping[str, Any],

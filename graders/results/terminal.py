@@ -91,9 +91,27 @@ def grouped_block(name: str, tests: Sequence[tuple[str | None, FeedbackParts]]) 
     cases = [(track, case) for track, parts in tests for case in parts.cases]
     if len(cases) > 1 and len({case.body for _, case in cases}) == 1:
         return Block(None, [header, *notes, f"every failed case: {cases[0][1].body.strip()}"])
-    shown = [case.lines(_where(track, others) if len(tracks) > 1 else "")
-             for track, case, others in by_cause(cases)]
+    shown = said_once([case.lines(_where(track, others) if len(tracks) > 1 else "")
+                       for track, case, others in by_cause(cases)])
     return Block(None, [header, *notes], shown, failed=len(cases), causes=len(shown))
+
+
+def said_once(cases: Sequence[list[str]]) -> list[list[str]]:
+    """The cases' lines with a hint that an earlier case of the block already gave left
+    out: one bug, one hint, however many of its cases are shown."""
+    said: set[str] = set()
+    kept = []
+    for lines in cases:
+        kept.append([line for line in lines if not _hint_again(line, said)])
+    return kept
+
+
+def _hint_again(line: str, said: set[str]) -> bool:
+    if not line.lstrip().startswith("hint: "):
+        return False
+    again = line.strip() in said
+    said.add(line.strip())
+    return again
 
 
 def by_cause(cases: Sequence[tuple[str | None, FailedCase]]

@@ -27,7 +27,16 @@ from typing import Any
 
 import pytest
 from _pytest.config import default_plugins
-from helpers import ADVERSARIAL, CORPUS, REPO, assert_usage_error, graders, load
+from helpers import (
+    ADVERSARIAL,
+    CORPUS,
+    REPO,
+    TWO_BUG_MAX_LINES,
+    assert_usage_error,
+    graders,
+    load,
+    with_bugs,
+)
 
 from graders.export.build import SuiteTest, export_student, suite_tests, visible_share
 from graders.feedback.curves import curve_cases
@@ -460,6 +469,21 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     assert reported["message"] == VISIBLE_PREVIEW_MESSAGE
     assert preview_notice(reported).rstrip("\n") in classroom.stdout.splitlines()
     assert PREVIEW_LINE in classroom.stdout.splitlines()
+
+    # a student's plain pytest on two bugs reads in a screen or two, every hint whole, and
+    # says each thing once: no short summary repeating the blocks, each hint once
+    for bugs in (("variability_linear_cv", "mb_over_1000"), ("passes_floor", "warm_pool_ignored")):
+        shutil.copyfile(with_bugs(tmp_path / "-".join(bugs), *bugs) / "serving.py",
+                        clone / "serving.py")
+        two = run([pytest_bin], cwd=clone)
+        assert two.returncode == 1, two.stdout
+        lines = two.stdout.splitlines()
+        assert len(lines) <= TWO_BUG_MAX_LINES, two.stdout
+        hints = [line.strip() for line in lines if line.strip().startswith("hint: ")]
+        assert len(hints) == len(bugs) == len(set(hints)), two.stdout
+        assert not [line for line in lines if ("hint:" in line or " expected " in line)
+                    and ("[cut:" in line or "…" in line)]
+        assert "short test summary" not in two.stdout
 
 
 def installed_differences(python: Path) -> list[str]:
