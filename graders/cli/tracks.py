@@ -25,6 +25,7 @@ from graders.trackfiles.tracks import (
     display_path,
     load_track,
     load_tracks,
+    track_problems,
 )
 
 USAGE_ERROR = 2
@@ -111,12 +112,16 @@ def run_check(args: argparse.Namespace) -> int:
     problems = 0
     seen: dict[str, Path] = {}
     for path in files:
-        try:
-            track = load_track(path)
-            track.default_outputs()
-        except (GraderError, ValueError, ArithmeticError) as error:
-            print(f"graders: error: {error}", file=sys.stderr)
-            problems += 1
+        track, found = track_problems(path)
+        if track is not None:
+            try:
+                track.default_outputs()
+            except (GraderError, ValueError, ArithmeticError) as error:
+                found = [str(error)]
+        for problem in found:
+            print(f"graders: error: {problem}", file=sys.stderr)
+        problems += len(found)
+        if track is None or found:
             continue
         if track.track_id in seen:
             print(f"graders: error: {display_path(path)}: track.id {track.track_id!r} is "
@@ -250,7 +255,7 @@ def _check_id_unused(folder: Path, track_id: str, target: Path) -> None:
         if other.name == target.name:
             continue
         try:
-            data = tomllib.loads(other.read_text(encoding="utf-8"))
+            data = tomllib.loads(other.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue
         track = data.get("track")

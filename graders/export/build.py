@@ -260,7 +260,7 @@ def _student_pyproject(root: Path) -> str:
     """The bundle's pyproject: the grading dependencies pinned exactly as
     ``graders/constraints.txt`` pins them, so students grade with the official versions
     (the HTML page needs nothing more)."""
-    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8-sig"))["project"]
     dependencies = pinned_requirements(GRADING_PACKAGES)
     if not dependencies:
         raise ExportError("graders/constraints.txt pins none of the installed grading "
