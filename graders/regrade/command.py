@@ -34,7 +34,12 @@ from typing import Any
 
 from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
 from graders.escaping import for_terminal
-from graders.plugin.settings import flag_value, points_total, read_secret
+from graders.plugin.settings import (
+    flag_value,
+    grade_changing_options,
+    grade_flag,
+    read_secret,
+)
 from graders.regrade.classpage import PAGE_NAME, build_class_page
 from graders.regrade.classview import (
     cluster_rows,
@@ -228,9 +233,11 @@ def grade_options(args: argparse.Namespace) -> list[str]:
 
         load_tracks(args.tracks)
         options += ["--tracks", str(Path(args.tracks).resolve())]
-    if args.max_score is not None:
-        flag_value("--max-score", args.max_score, points_total)
-        options += ["--max-score", args.max_score]
+    for option in grade_changing_options():  # each as graders grade and the exports take it
+        value = getattr(args, option.name)
+        if value is not None:
+            flag_value(grade_flag(option), value, option.parse)
+            options += [grade_flag(option), value]
     if args.secret_file:
         secret = Path(args.secret_file).resolve()
         read_secret(secret)  # readable and not empty, before any grading
