@@ -129,8 +129,9 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
     regrade = commands.add_parser(
         "regrade", help="grade a whole class in parallel, resumably, and report on it")
     regrade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
-                         help="a Gradescope export (folders and submission_metadata.yml), or "
-                              "a folder of submission folders or of *.py files")
+                         help="a Gradescope export (folders and submission_metadata.yml) "
+                              "or the folder holding only it (as it unzips), or a folder of "
+                              "submission folders or of *.py files")
     regrade.add_argument("--out", required=True, metavar="DIR",
                          help="where results, grades.csv and the class report go")
     regrade.add_argument("--jobs", type=ranged_int(1, MAX_POOL_USERS),
