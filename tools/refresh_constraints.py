@@ -20,7 +20,7 @@ TARGET = ROOT / "graders" / "constraints.txt"
 
 
 def requirements() -> list[str]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8-sig"))["project"]
     return [*project["dependencies"], *project["optional-dependencies"]["report"]]
 
 

@@ -20,11 +20,11 @@ from graders.plugin.settings import (
     MAX_SECONDS,
     OPTIONS,
     flag_value,
+    grade_changing_options,
     grade_flag,
     points_total,
     ranged_int,
     seconds,
-    weight,
 )
 from graders.versions import version_report
 
@@ -117,21 +117,24 @@ def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
     gradescope = export_commands.add_parser(
         "gradescope", help="the Gradescope autograder zip (setup.sh and run_autograder)")
     gradescope.add_argument("target", metavar="OUT.zip", help="the zip file to write")
-    gradescope.add_argument("--max-score", metavar="POINTS", default="100",
-                            help="total points of the assignment (default 100; give the "
-                                 "student bundle the same)")
-    gradescope.add_argument("--exact-p99-points", metavar="POINTS", default="0",
-                            help="grade the extension exact_p99_ms with this weight "
-                                 "(default 0: off, every score unchanged)")
+    add_grade_changing(gradescope, "the zip grades with it; give the student bundle and "
+                                   "every regrade the same")
     gradescope.add_argument("--secret-file", metavar="PATH",
                             help="the course secret that seeds the unseen inputs (default: "
                                  "OUT.zip.secret, made with a new random secret if missing)")
     student = export_commands.add_parser(
         "student", help="the repository students clone: no reference, no hidden tests")
     student.add_argument("target", metavar="OUT_DIR", help="a new or empty folder")
-    student.add_argument("--max-score", metavar="POINTS", default="100",
-                         help="total points of the assignment on Gradescope (default 100; "
-                              "the same as the Gradescope export's)")
+    add_grade_changing(student, "the Gradescope export's: the bundle grades its visible "
+                                "tests out of their share of the points")
+
+
+def add_grade_changing(parser: argparse.ArgumentParser, why: str) -> None:
+    """The grade-changing options (:data:`graders.plugin.settings.GRADE_CHANGING`) on a
+    command other than ``grade``, as ``grade`` names them; each is validated where used."""
+    for option in grade_changing_options():
+        parser.add_argument(grade_flag(option), dest=option.name, metavar=option.metavar,
+                            help=f"{option.help} ({why})")
 
 
 
@@ -141,8 +144,9 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
     regrade = commands.add_parser(
         "regrade", help="grade a whole class in parallel, resumably, and report on it")
     regrade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
-                         help="a Gradescope export (folders and submission_metadata.yml), or "
-                              "a folder of submission folders or of *.py files")
+                         help="a Gradescope export (folders and submission_metadata.yml) "
+                              "or the folder holding only it (as it unzips), or a folder of "
+                              "submission folders or of *.py files")
     regrade.add_argument("--out", required=True, metavar="DIR",
                          help="where results, grades.csv and the class report go")
     regrade.add_argument("--jobs", type=ranged_int(1, MAX_POOL_USERS),
@@ -155,7 +159,8 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
     regrade.add_argument("--force", action="store_true",
                          help="regrade every submission, even those already graded")
     regrade.add_argument("--tracks", metavar="DIR", help="folder of track TOML files")
-    regrade.add_argument("--max-score", metavar="POINTS", help="total points of the suite")
+    add_grade_changing(regrade, "passed to every grading; give the Gradescope export's to "
+                                "reproduce its grades")
     regrade.add_argument("--secret-file", metavar="PATH",
                          help="the course secret of the Gradescope zip (OUT.zip.secret), so "
                               "that the regrade draws the unseen inputs Gradescope drew")
@@ -278,9 +283,11 @@ def _run_export(args: argparse.Namespace) -> int:
     export = importlib.import_module("graders.export.build")
 
     target = Path(args.target)
-    max_score = flag_value("--max-score", args.max_score, points_total)
-    points = flag_value("--exact-p99-points", args.exact_p99_points, weight) \
-        if args.export_command == "gradescope" else None
+    settings = {option.name: flag_value(grade_flag(option), getattr(args, option.name),
+                                        option.parse)
+                for option in grade_changing_options() if getattr(args, option.name) is not None}
+    max_score = settings.get("max_score", points_total("100"))
+    points = float(settings.get("exact_p99_points", 0.0))
     flag = "OUT.zip" if args.export_command == "gradescope" else "OUT_DIR"
     refuse_overlaps({flag: target}, *export_inputs(export.project_root()))
     check_writable_folder(target.parent, flag, shown=target)
@@ -293,7 +300,7 @@ def _run_export(args: argparse.Namespace) -> int:
         print(f"{'made a new' if made else 'used the'} course secret {secret_file}: keep it "
               "private, and pass it to 'graders regrade --secret-file'")
         return 0
-    names = export.export_student(target, max_score=max_score)
+    names = export.export_student(target, max_score=max_score, exact_p99_points=points)
     print(f"wrote the student bundle to {target} ({len(names)} files); push it as the "
           "starter repository students clone")
     return 0

@@ -25,6 +25,7 @@ from graders.trackfiles.tracks import (
     display_path,
     load_track,
     load_tracks,
+    track_problems,
 )
 
 USAGE_ERROR = 2
@@ -55,6 +56,7 @@ def run_new(args: argparse.Namespace) -> int:
     settings = parse_settings(args.settings)
     if args.stdout:
         sys.stdout.write(generate_track_toml(args.track_id, args.hardware, args.model, settings))
+        _warn(slo_warning(settings, f"{args.track_id}.toml"))
         return 0
     folder = _folder(args.tracks)
     if not folder.is_dir():
@@ -68,9 +70,28 @@ def run_new(args: argparse.Namespace) -> int:
     text = generate_track_toml(args.track_id, args.hardware, args.model, settings)
     _write_atomically(target, text)
     print(f"wrote {display_path(target)}; see it with 'graders tracks show {args.track_id}'")
+    _warn(slo_warning(settings, display_path(target)))
     for warning in default_warnings(load_track(target)):
         print(f"graders: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def slo_warning(settings: Mapping[str, str], name: str) -> str | None:
+    """The warning for a new track written without its own SLO (``--set slo_ms``): it
+    takes the lab's default, which is no track's own; None when slo_ms was given."""
+    if "slo_ms" in settings:
+        return None
+    from reference.profile import DEFAULT_FIELDS
+
+    default = DEFAULT_FIELDS["slo_ms"][1]
+    return (f"no --set slo_ms: {name} takes the lab's default slo_ms = {default:g} ms, but "
+            "every track needs its own SLO; pass --set slo_ms=MS (or edit "
+            f"variant.defaults.slo_ms in {name})")
+
+
+def _warn(warning: str | None) -> None:
+    if warning is not None:
+        print(f"graders: warning: {warning}", file=sys.stderr)
 
 
 def print_accepted_refs() -> None:
@@ -111,12 +132,16 @@ def run_check(args: argparse.Namespace) -> int:
     problems = 0
     seen: dict[str, Path] = {}
     for path in files:
-        try:
-            track = load_track(path)
-            track.default_outputs()
-        except (GraderError, ValueError, ArithmeticError) as error:
-            print(f"graders: error: {error}", file=sys.stderr)
-            problems += 1
+        track, found = track_problems(path)
+        if track is not None:
+            try:
+                track.default_outputs()
+            except (GraderError, ValueError, ArithmeticError) as error:
+                found = [str(error)]
+        for problem in found:
+            print(f"graders: error: {problem}", file=sys.stderr)
+        problems += len(found)
+        if track is None or found:
             continue
         if track.track_id in seen:
             print(f"graders: error: {display_path(path)}: track.id {track.track_id!r} is "
@@ -250,7 +275,7 @@ def _check_id_unused(folder: Path, track_id: str, target: Path) -> None:
         if other.name == target.name:
             continue
         try:
-            data = tomllib.loads(other.read_text(encoding="utf-8"))
+            data = tomllib.loads(other.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue
         track = data.get("track")

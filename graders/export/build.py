@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -20,7 +21,7 @@ import string
 import tempfile
 import tomllib
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -31,7 +32,7 @@ from graders.grading.scoring import GraderMark, decimal_text, scaled_maxima
 from graders.plugin.settings import read_secret
 from graders.reality.store import REALITY_NAME
 from graders.sandbox.cleanup import remove_tree
-from graders.suite import HIDDEN_PREFIX
+from graders.suite import EXTENSIONS_MODULE, HIDDEN_PREFIX
 from graders.versions import GRADING_PACKAGES, pinned_requirements
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -88,21 +89,33 @@ def suite_tests() -> list[SuiteTest]:
     return found
 
 
-def visible_share(tests: list[SuiteTest], max_score: Fraction) -> Fraction:
-    """The points of the visible tests out of ``max_score``; checks hidden tests' homes."""
+def visible_share(tests: list[SuiteTest], max_score: Fraction,
+                  exact_p99_points: float = 0.0) -> Fraction:
+    """The points of the visible tests out of ``max_score``, with the graded extension
+    weighted ``exact_p99_points`` (0: off) as the official grading weighs it; the bundle
+    cannot grade the extension, so its share is left out. Checks hidden tests' homes."""
     misplaced = [f"{t.module}.{t.name}" for t in tests
                  if t.mark.visibility != "visible" and not t.module.startswith(HIDDEN_PREFIX)]
     if misplaced:
         raise ExportError(f"{', '.join(misplaced)} is not visible but lives outside a "
                           f"{HIDDEN_PREFIX}*.py module; move it (and its cases) there so the "
                           "student bundle can leave it out")
-    whole = sum((Fraction(str(t.mark.points)) for t in tests), Fraction(0))
-    visible = sum((Fraction(str(t.mark.points)) for t in tests
-                   if t.mark.visibility == "visible"), Fraction(0))
+    extension = f"test_{EXTENSIONS_MODULE.removeprefix('test_').removesuffix('.py')}"
+
+    def weight(test: SuiteTest) -> Fraction:
+        return Fraction(str(exact_p99_points if test.module == extension else test.mark.points))
+
+    whole = sum((weight(t) for t in tests), Fraction(0))
+    added = sum((weight(t) for t in tests if t.module == extension), Fraction(0))
+    visible = sum((weight(t) for t in tests
+                   if t.mark.visibility == "visible" and t.module != extension), Fraction(0))
     # shared as the grading shares it (graders.plugin.hooks): the visible tests of the
-    # official grading are worth exactly what the bundle grades out of
-    return scaled_maxima({"visible": visible, "other": whole - visible}, max_score,
-                         groups={"visible": "visible", "other": "other"})["visible"]
+    # official grading (the extension among them) are worth exactly what the bundle grades
+    # its own visible tests out of, plus the extension's share, which it cannot grade
+    return scaled_maxima({"visible": visible, "extension": added,
+                          "other": whole - visible - added}, max_score,
+                         groups={"visible": "visible", "extension": "visible",
+                                 "other": "other"})["visible"]
 
 
 # --- the Gradescope zip ------------------------------------------------------------------
@@ -164,8 +177,9 @@ def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100),
                 info.compress_type = zipfile.ZIP_DEFLATED
                 data = path.read_bytes()
                 if name == "run_autograder":
-                    data = _with_setting(data, "MAX_SCORE", "100", decimal_text(max_score))
-                    data = _with_setting(data, "EXACT_P99_POINTS", "0", f"{exact_p99_points:g}")
+                    data = run_autograder_with(data, {
+                        "max_score": decimal_text(max_score),
+                        "exact_p99_points": f"{exact_p99_points:g}"})
                 archive.writestr(info, data)
                 names.append(name)
             info = zipfile.ZipInfo(f"graders/{REALITY_NAME}", date_time=(2020, 1, 1, 0, 0, 0))
@@ -203,8 +217,11 @@ def student_members(root: Path) -> Iterator[tuple[str, Path]]:
         yield f"tracks/{path.name}", path
 
 
-def export_student(target: Path, *, max_score: Fraction = Fraction(100)) -> list[str]:
-    """Write the student bundle into the new or empty folder ``target``; return its files."""
+def export_student(target: Path, *, max_score: Fraction = Fraction(100),
+                   exact_p99_points: float = 0.0) -> list[str]:
+    """Write the student bundle into the new or empty folder ``target``, for an assignment
+    graded out of ``max_score`` with the extension weighted ``exact_p99_points``; return
+    its files."""
     from graders.expected.oracle import ReferenceOracle
     from graders.feedback.curves import curve_cases
     from graders.grading.cases import visible_cases
@@ -213,7 +230,7 @@ def export_student(target: Path, *, max_score: Fraction = Fraction(100)) -> list
     root = project_root()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ExportError(f"{target} exists and is not an empty folder; choose a new folder")
-    share = visible_share(suite_tests(), Fraction(max_score))
+    share = visible_share(suite_tests(), Fraction(max_score), exact_p99_points)
     tracks = load_tracks(root / "tracks")
     cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
     golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=float(share))
@@ -263,7 +280,7 @@ def _student_pyproject(root: Path) -> str:
     """The bundle's pyproject: the grading dependencies pinned exactly as
     ``graders/constraints.txt`` pins them, so students grade with the official versions
     (the HTML page needs nothing more)."""
-    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8-sig"))["project"]
     dependencies = pinned_requirements(GRADING_PACKAGES)
     if not dependencies:
         raise ExportError("graders/constraints.txt pins none of the installed grading "
@@ -277,12 +294,24 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
-def _with_setting(script: bytes, name: str, default: str, value: str) -> bytes:
-    """run_autograder with its ``NAME="default"`` line set to ``value``."""
-    placeholder = f'{name}="{default}"'.encode()
-    if script.count(placeholder) != 1:
-        raise ExportError(f"run_autograder must set {name}=\"{default}\" exactly once")
-    return script.replace(placeholder, f'{name}="{value}"'.encode())
+def run_autograder_with(script: bytes, values: Mapping[str, str]) -> bytes:
+    """run_autograder with each grade-changing option set (its ``NAME="..."`` line, which
+    it passes to the grader as the option's flag); every option of
+    :data:`~graders.plugin.settings.GRADE_CHANGING` must be given, and be in the script."""
+    from graders.plugin.settings import GRADE_CHANGING, grade_flag, option_named
+
+    if set(values) != set(GRADE_CHANGING):
+        raise ExportError(f"the zip's grade-changing options are {', '.join(GRADE_CHANGING)}, "
+                          f"got {', '.join(values)}")
+    for name, value in values.items():
+        variable, flag = name.upper(), grade_flag(option_named(name))
+        setting = re.compile(rf'^{variable}="[^"\n]*"', re.MULTILINE)
+        if len(setting.findall(script.decode())) != 1 \
+                or f'{flag} "${variable}"'.encode() not in script:
+            raise ExportError(f"run_autograder must set {variable}=\"...\" exactly once and "
+                              f"pass it as {flag} \"${variable}\"")
+        script = setting.sub(f'{variable}="{value}"', script.decode(), count=1).encode()
+    return script
 
 
 def _fill(template: str, **values: str) -> str:

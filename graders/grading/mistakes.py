@@ -95,6 +95,8 @@ _OPERATORS: dict[type[ast.AST], Callable[..., Any]] = {
     ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos,
 }
 _KEYS = {"id", "label", "function", "field", "got", "error", "rel", "hint"}
+#: A leading byte-order mark, as some editors save UTF-8 (TOML does not allow one).
+BYTE_ORDER_MARK = "\ufeff"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 MAX_EXPRESSION_CHARS = 400
 
@@ -223,7 +225,7 @@ def parameter_names(function: str) -> list[str]:
 def parse_catalogue(text: str, source: str) -> list[Mistake]:
     """The entries of one catalogue file; :class:`MistakeError` says what is wrong, where."""
     try:
-        document = tomllib.loads(text)
+        document = tomllib.loads(text.removeprefix(BYTE_ORDER_MARK))
     except tomllib.TOMLDecodeError as error:
         raise MistakeError(f"{source}: not valid TOML: {error}; fix the syntax there") \
             from None
@@ -232,7 +234,10 @@ def parse_catalogue(text: str, source: str) -> list[Mistake]:
         raise MistakeError(f"{source}: unknown top-level key(s) {', '.join(sorted(unknown))}; "
                            "a catalogue holds only [[mistake]] tables")
     entries = document.get("mistake", [])
-    if not isinstance(entries, list) or not entries:
+    if not isinstance(entries, list):
+        raise MistakeError(f"{source}: mistake must be a list of [[mistake]] tables, got "
+                           f"{entries!r}; write each entry as a [[mistake]] table")
+    if not entries:
         raise MistakeError(f"{source}: no [[mistake]] tables; see the format in "
                            "docs/instructor-guide.md")
     mistakes: list[Mistake] = []
@@ -242,7 +247,10 @@ def parse_catalogue(text: str, source: str) -> list[Mistake]:
     return mistakes
 
 
-def _mistake(entry: Mapping[str, Any], where: str) -> Mistake:
+def _mistake(entry: Any, where: str) -> Mistake:
+    if not isinstance(entry, Mapping):
+        raise MistakeError(f"{where} must be a table ([[mistake]]), got {entry!r}; write it "
+                           "as a [[mistake]] table with id, label, function and got or error")
     unknown = set(entry) - _KEYS
     if unknown:
         raise MistakeError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; the keys "
@@ -266,7 +274,15 @@ def _mistake(entry: Mapping[str, Any], where: str) -> Mistake:
         raise MistakeError(f"{where}: field {field!r} is not a field of {function}; "
                            f"give {expected}")
     got, error = entry.get("got", ""), entry.get("error", "")
-    if not isinstance(got, str) or not isinstance(error, str) or bool(got) == bool(error):
+    if not isinstance(got, str):
+        example = got if isinstance(got, int | float) and not isinstance(got, bool) \
+            else "expected / 2"
+        raise MistakeError(f"{where}: got must be a string expression, e.g. "
+                           f"got = \"{example}\"")
+    if not isinstance(error, str):
+        raise MistakeError(f"{where}: error must be a string, the exception's name, e.g. "
+                           "error = \"OverflowError\"")
+    if bool(got) == bool(error):
         raise MistakeError(f"{where}: give exactly one of got (an expression of the "
                            "student's answer) and error (the exception's name)")
     if error and not error.isidentifier():
@@ -297,7 +313,7 @@ def load_catalogue(extra: Path | None = None) -> list[Mistake]:
     mistakes: list[Mistake] = []
     if extra is not None:
         try:
-            text = extra.read_text(encoding="utf-8")
+            text = extra.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as error:
             raise MistakeError(f"--mistakes {str(extra)!r} cannot be read: {error}") from None
         mistakes += parse_catalogue(text, str(extra))

@@ -187,6 +187,44 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+#: The options that change a grade and that a course sets for its assignment, by name.
+#: Every command that grades or builds a grader builds these flags from this list:
+#: ``graders grade`` (as every option), ``graders regrade`` (passed to each grading),
+#: ``graders export gradescope`` (set in the zip's run_autograder) and ``graders export
+#: student`` (the points the bundle grades out of), so that a regrade reproduces the
+#: exported grades and no command can be left without one.
+GRADE_CHANGING: tuple[str, ...] = ("max_score", "exact_p99_points")
+#: Every other option, and why it is ``graders grade``'s alone (or handled otherwise).
+NOT_GRADE_CHANGING: dict[str, str] = {
+    "student": "the submission itself",
+    "results": "an output path",
+    "classroom": "an output path",
+    "html": "an output path (graders regrade --pages writes each page)",
+    "submission_metadata": "Gradescope's per-submission file, read by run_autograder",
+    "sandbox_user": "where the code runs, never what it scores",
+    "golden": "the student bundle's source of expected values, set by its export",
+    "tracks": "graders regrade --tracks; both exports ship the project's tracks/",
+    "secret_file": "graders regrade and export gradescope --secret-file; never in the "
+                   "student bundle, which draws no unseen inputs",
+    "rel_tol": "a local experiment: the official grade uses the default",
+    "abs_tol": "a local experiment: the official grade uses the default",
+    "timeout": "a local experiment: the official grade uses the default",
+    "time_budget": "a local experiment: the official grade uses the default",
+    "examples": "a local experiment: the official grade uses the default",
+}
+
+
+def option_named(name: str) -> Option:
+    """The option called ``name`` in :data:`OPTIONS`."""
+    [option] = [option for option in OPTIONS if option.name == name]
+    return option
+
+
+def grade_changing_options() -> tuple[Option, ...]:
+    """The options of :data:`GRADE_CHANGING`, in its order."""
+    return tuple(option_named(name) for name in GRADE_CHANGING)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting of one grading run, resolved and validated."""

@@ -27,13 +27,20 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
+from graders.escaping import for_terminal
 from graders.grading.mistakes import Mistake, load_catalogue
-from graders.plugin.settings import flag_value, points_total, read_secret
+from graders.plugin.settings import (
+    flag_value,
+    grade_changing_options,
+    grade_flag,
+    read_secret,
+)
 from graders.regrade.classpage import PAGE_NAME, build_class_page
 from graders.regrade.classview import (
     cluster_rows,
@@ -52,7 +59,14 @@ from graders.regrade.report import (
     markdown,
     parse_time,
 )
-from graders.regrade.roster import ClassSubmission, discover, submission_file
+from graders.regrade.roster import (
+    ClassSubmission,
+    discover,
+    duplicate_sid_warnings,
+    export_inside,
+    submission_file,
+    visible_name,
+)
 from graders.regrade.slots import Slot, claim_slots, release_slots
 from graders.regrade.state import (
     RESULTS_NAME,
@@ -87,6 +101,12 @@ def run_regrade(args: argparse.Namespace) -> int:
     # refused before anything: a link, a file, a folder of another user or one that others
     # can write (see graders.results.files); a missing one is made below, and checked again
     check_output_folder(out, "--out", create=False, allow_link=False)
+    export = export_inside(root, exclude=out)
+    if export is not None:  # "Export Submissions", unzipped: one folder holding the class
+        sys.stderr.write(f"graders: note: {visible_name(str(root))!r} holds one Gradescope "
+                         f"export, {visible_name(export.name)!r}: grading the submissions in "
+                         "it\n")
+        root = export
     _refuse_inputs(root, out, args.tracks)
     if not args.no_histogram:
         from graders.regrade.histogram import check_available
@@ -121,14 +141,22 @@ def run_regrade(args: argparse.Namespace) -> int:
             _grade_all(pending, context, args.jobs, progress)
         except KeyboardInterrupt:
             progress.close()
+            for line in closed:  # said in the summary otherwise, which this run never prints
+                sys.stderr.write(f"graders: note: {line}\n")
             sys.stderr.write("graders: regrade interrupted; run the same command again to "
                              "resume\n")
             return INTERRUPTED
     progress.close()
     entries = [_graded(submission, context, due=args.due or "") for submission in submissions]
-    written = write_outputs(out, entries, histogram=not args.no_histogram, names=args.names,
-                            catalogue=catalogue)
+    for warning in duplicate_sid_warnings(entries):
+        sys.stderr.write(f"graders: warning: {warning}\n")
+    written, failures = write_outputs(out, entries, histogram=not args.no_histogram,
+                                      names=args.names, catalogue=catalogue)
     _summary(entries, len(pending), time.monotonic() - started, written, closed)
+    for failure in failures:  # the grader's own failure, never a student's: said, not hidden
+        sys.stderr.write(f"graders: error: {failure}\n")
+    if failures:
+        return GRADER_FAILED_EXIT
     unfinished = [entry for entry in entries if entry.status in RETRIED]
     if unfinished:  # never a silent success: these have no score yet
         sys.stderr.write(f"graders: error: {len(unfinished)} of {len(entries)} submissions "
@@ -191,12 +219,10 @@ def _close_class_folders(root: Path, out: Path) -> list[str]:
     opened = [(path, path.stat().st_mode & 0o777) for path in (root, out)
               if path.stat().st_mode & 0o007]
     close_to_others([path for path, _ in opened])
-    lines = [f"closed {str(path)!r} to other users (mode {mode:o} -> "
-             f"{path.stat().st_mode & 0o777:o}) {CLOSED_WHY}; to reopen it after the "
-             f"regrade: chmod o+rx {shlex.quote(str(path))}" for path, mode in opened]
-    for line in lines:
-        sys.stderr.write(f"graders: note: {line}\n")
-    return lines
+    # said once, in the summary (or on stderr if the regrade is interrupted before it)
+    return [f"closed {str(path)!r} to other users (mode {mode:o} -> "
+            f"{path.stat().st_mode & 0o777:o}) {CLOSED_WHY}; to reopen it after the "
+            f"regrade: chmod o+rx {shlex.quote(str(path))}" for path, mode in opened]
 
 
 def grade_options(args: argparse.Namespace) -> list[str]:
@@ -207,9 +233,11 @@ def grade_options(args: argparse.Namespace) -> list[str]:
 
         load_tracks(args.tracks)
         options += ["--tracks", str(Path(args.tracks).resolve())]
-    if args.max_score is not None:
-        flag_value("--max-score", args.max_score, points_total)
-        options += ["--max-score", args.max_score]
+    for option in grade_changing_options():  # each as graders grade and the exports take it
+        value = getattr(args, option.name)
+        if value is not None:
+            flag_value(grade_flag(option), value, option.parse)
+            options += [grade_flag(option), value]
     if args.secret_file:
         secret = Path(args.secret_file).resolve()
         read_secret(secret)  # readable and not empty, before any grading
@@ -346,41 +374,67 @@ def _graded(submission: ClassSubmission, context: JobContext, *, due: str = ""
 
 def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: bool,
                   names: bool = False, catalogue: Sequence[Mistake] | None = None
-                  ) -> list[Path]:
+                  ) -> tuple[list[Path], list[str]]:
     """Write grades.csv, report.json (with the mistake clusters), class.html, histogram.png
-    and report.md; return their paths. Submission names appear in the clusters and on
-    the class page only with ``names``."""
-    written = [out / "grades.csv", out / "report.json", out / PAGE_NAME]
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(grade_table(entries))
-    _write_text(written[0], buffer.getvalue())
-    pages = pages_written(out, entries)
-    found = cluster(entries, load_catalogue() if catalogue is None else catalogue)
-    report = with_classes(
-        class_report(entries),
-        cluster_rows(found, sum(entry.graded for entry in entries), key=label_key(out),
-                     names=names, pages=pages),
-        student_rows(entries, pages) if names else None)
-    write_json_atomically(written[1], report)
-    _write_text(written[2], build_class_page(report, names=names))
+    and report.md; return the paths written and a line for each output that could not be
+    (one failing output never stops the others). Submission names appear in the clusters
+    and on the class page only with ``names``."""
+    written: list[Path] = []
+    failures: list[str] = []
+
+    def attempt(path: Path, write: Callable[[], object]) -> bool:
+        try:
+            write()
+        except Exception as error:  # a bug of the grader's, or a full disk: said, not fatal
+            failures.append(f"writing {path} failed: {type(error).__name__}: {error}")
+            return False
+        written.append(path)
+        return True
+
+    def table() -> None:
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerows(grade_table(entries))
+        _write_text(out / "grades.csv", buffer.getvalue())
+
+    attempt(out / "grades.csv", table)
+    report: dict[str, Any] = {}
+
+    def summary() -> None:
+        pages = pages_written(out, entries)
+        found = cluster(entries, load_catalogue() if catalogue is None else catalogue)
+        report.update(with_classes(
+            class_report(entries),
+            cluster_rows(found, sum(entry.graded for entry in entries), key=label_key(out),
+                         names=names, pages=pages),
+            student_rows(entries, pages) if names else None))
+        write_json_atomically(out / "report.json", report)
+
+    if not attempt(out / "report.json", summary):
+        return written, failures  # the page, the histogram and report.md are drawn from it
+    attempt(out / PAGE_NAME, lambda: _write_text(out / PAGE_NAME,
+                                                 build_class_page(report, names=names)))
     picture = None
     if histogram:
         from graders.regrade.histogram import write_histogram
 
-        picture = out / "histogram.png"
-        write_histogram(picture, report["histogram"]["edges"], report["histogram"]["counts"],
-                        title=f"Scores of {report['graded']} graded submissions",
-                        apart=report["histogram"]["apart"])
-        written.append(picture)
-    written.append(out / "report.md")
-    _write_text(written[-1], markdown(report, histogram_file=picture.name if picture else None))
-    return written
+        drawn = out / "histogram.png"
+        if attempt(drawn, lambda: write_histogram(
+                drawn, report["histogram"]["edges"], report["histogram"]["counts"],
+                title=f"Scores of {report['graded']} graded submissions",
+                apart=report["histogram"]["apart"])):
+            picture = drawn
+    attempt(out / "report.md", lambda: _write_text(
+        out / "report.md",
+        markdown(report, histogram_file=picture.name if picture else None)))
+    return written, failures
 
 
 def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+    # a stray lone surrogate (bytes that were not UTF-8) is written as a visible escape
+    with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace",
+                   newline="") as stream:
         stream.write(text)
     os.chmod(temporary, 0o644)
     os.replace(temporary, path)
@@ -388,14 +442,17 @@ def _write_text(path: Path, text: str) -> None:
 
 def _summary(entries: Sequence[GradedSubmission], regraded: int, elapsed_s: float,
              written: Sequence[Path], closed: Sequence[str] = ()) -> None:
-    failed = [entry for entry in entries if not entry.graded]
+    rejected = [entry for entry in entries if entry.status == "rejected"]
+    failed = [entry for entry in entries if not entry.graded and entry.status != "rejected"]
     lines = [f"{len(entries)} submissions: {regraded} processed now, "
-             f"{len(entries) - regraded} up to date, {len(failed)} not graded "
-             f"({elapsed_s:.1f} s)"]
-    lines += [f"  not graded: {entry.id} ({entry.status}): {entry.reason}"
-              for entry in failed[:10]]
-    if len(failed) > 10:
-        lines.append(f"  ... and {len(failed) - 10} more (see report.md)")
+             f"{len(entries) - regraded} up to date, "
+             + (f"{len(rejected)} rejected (0 points), " if rejected else "")
+             + f"{len(failed)} not graded ({elapsed_s:.1f} s)"]
+    shown = [*((entry, f"rejected: {entry.id}") for entry in rejected),
+             *((entry, f"not graded: {entry.id} ({entry.status})") for entry in failed)]
+    lines += [f"  {what}: {entry.reason}" for entry, what in shown[:10]]
+    if len(shown) > 10:
+        lines.append(f"  ... and {len(shown) - 10} more (see report.md)")
     lines += [f"  {line}" for line in closed]
     lines.append("wrote " + ", ".join(str(path) for path in written))
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write(for_terminal("\n".join(lines)) + "\n")

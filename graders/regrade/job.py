@@ -24,7 +24,7 @@ from typing import Any
 
 import graders
 from graders.errors import BELOW_FAIL_UNDER_EXIT, SubmissionError
-from graders.regrade.roster import ClassSubmission, submission_file
+from graders.regrade.roster import ClassSubmission, submission_file, visible_name
 from graders.regrade.server import GradingProcess
 from graders.regrade.slots import Slot
 from graders.regrade.state import RESULTS_NAME, JobRecord, sha256, write_record
@@ -142,7 +142,8 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
         source = submission_file(submission)
         data = read_submission(source)
     except SubmissionError as error:
-        reason = str(error).replace(str(submission.path.parent) + os.sep, "")
+        reason = visible_name(str(error).replace(str(submission.path.parent) + os.sep, ""))
+        _keep_page(None, folder / PAGE_NAME)  # an earlier grading's page is no longer its
         return _store(context, submission, folder, "rejected", reason, "", started, None,
                       unusable_submission_results(reason))
     grading = context.grading_process(slot)

@@ -3,14 +3,21 @@
 A Gradescope "export submissions" folder holds one folder per submission (for example
 ``submission_123456``) and ``submission_metadata.yml``, which maps each folder to its
 submitters. That file is read with PyYAML's ``safe_load``; when it cannot be read, the
-folder names are the only ids and a warning says why.
+folder names are the only ids and a warning says why. The export unzips to one folder
+(``assignment_N_export/``): a folder holding just that is read as the export inside it
+(:func:`export_inside`).
+
+A submission's id is its file or folder name as text: bytes that are not UTF-8 (a name
+from a Latin-1 archive) are shown as visible escapes (``R\\xe9sum\\xe9``), so that every
+output can be written and read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -68,14 +75,15 @@ def discover(root: Path, *, exclude: Path | None = None
                 or entry.resolve() == excluded:
             continue
         if entry.suffix == ".py" and not entry.is_dir():
-            ident = entry.stem
+            ident = visible_name(entry.stem)
         elif entry.is_dir() or entry.is_symlink():  # a link is listed, and refused when read
-            ident = entry.name
+            ident = visible_name(entry.name)
         else:
             continue
         if ident in found:
             raise SubmissionError(f"two submissions have the id {ident!r}: "
-                                  f"{found[ident].path.name} and {entry.name}; rename one")
+                                  f"{visible_name(found[ident].path.name)} and "
+                                  f"{visible_name(entry.name)}; rename one")
         found[ident] = ClassSubmission(ident, entry, people.get(entry.name, ()),
                                        *times.get(entry.name, ("", "")))
     missing = sorted(set(people) - {s.path.name for s in found.values()})
@@ -83,6 +91,70 @@ def discover(root: Path, *, exclude: Path | None = None
         warnings.append(f"{METADATA_NAME} lists {len(missing)} folder(s) that do not exist: "
                         + ", ".join(missing[:5]))
     return sorted(found.values(), key=lambda s: s.id), warnings
+
+
+def visible_name(name: str) -> str:
+    """A file name as text that can be written anywhere: the bytes that are not UTF-8
+    (which Python holds as lone surrogates) as visible ``\\xNN`` escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def export_inside(root: Path, *, exclude: Path | None = None) -> Path | None:
+    """The Gradescope export folder that ``root`` holds, when ``root`` is the folder
+    "Export Submissions" unzipped into: no ``submission_metadata.yml`` of its own and
+    exactly one folder with one (anything else that could be a submission beside it is
+    an error). None when ``root`` is itself the class."""
+    if not root.is_dir() or (root / METADATA_NAME).is_file():
+        return None
+    excluded = exclude.resolve() if exclude is not None else None
+    entries = [entry for entry in sorted(root.iterdir())
+               if not entry.name.startswith(".") and entry.name not in SKIPPED_FOLDERS
+               and entry.resolve() != excluded and (entry.is_dir() or entry.suffix == ".py")]
+    exports = [entry for entry in entries
+               if not entry.is_symlink() and (entry / METADATA_NAME).is_file()]
+    if not exports:
+        return None
+    names = ", ".join(repr(visible_name(entry.name)) for entry in exports)
+    if len(exports) > 1:
+        raise SubmissionError(f"{visible_name(str(root))!r} holds {len(exports)} Gradescope "
+                              f"exports ({names}); regrade each folder on its own")
+    others = [visible_name(entry.name) for entry in entries if entry != exports[0]]
+    if others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise SubmissionError(f"{visible_name(str(root))!r} holds the Gradescope export "
+                              f"{names} and {len(others)} other submission(s) beside it "
+                              f"({shown}); pass the export folder itself, or move them in")
+    return exports[0]
+
+
+class _Submitted(Protocol):
+    """A submission and its submitters (a :class:`ClassSubmission` or a graded one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def submitters(self) -> tuple[Submitter, ...]: ...
+
+
+def duplicate_sid_warnings(submissions: Iterable[_Submitted]) -> list[str]:
+    """One line per SID that appears in more than one submission, naming the SID, the
+    person and every such submission. The rule: each submission keeps its rows in
+    grades.csv (nothing is dropped or merged); the instructor decides which counts."""
+    seen: dict[str, list[tuple[str, str]]] = {}
+    for submission in submissions:
+        for person in submission.submitters:
+            if person.sid:
+                seen.setdefault(person.sid, []).append((submission.id, person.name))
+    warnings = []
+    for sid, places in seen.items():
+        idents = list(dict.fromkeys(ident for ident, _ in places))
+        if len(idents) > 1:
+            names = " / ".join(dict.fromkeys(name for _, name in places if name))
+            warnings.append(f"SID {sid}{f' ({names})' if names else ''} is in "
+                            f"{len(idents)} submissions: {', '.join(idents)}; grades.csv "
+                            "has a row for each: keep the one that counts")
+    return warnings
 
 
 def submission_file(submission: ClassSubmission) -> Path:

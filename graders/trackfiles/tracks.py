@@ -35,6 +35,8 @@ QuantityKind = Literal["data size", "bandwidth", "power", "energy", "parameter c
 FieldKind = Literal["text", "text list", "whole number", "number", "table"] | QuantityKind
 Bound = Literal["any", "positive", "non-negative"]
 
+#: A leading byte-order mark, as some editors save UTF-8 (TOML does not allow one).
+BYTE_ORDER_MARK = "\ufeff"
 TRACK_ID_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 TRACK_ID_RULE = "a lowercase identifier (a letter, then letters, digits or _), such as cloud_fleet"
 
@@ -329,27 +331,56 @@ def load_tracks(directory: Path | str) -> tuple[Track, ...]:
 def load_track(path: Path | str) -> Track:
     """Read and validate one track file."""
     file = Path(path)
+    return load_track_text(_read(file), file)
+
+
+def _read(file: Path) -> str:
+    """The text of a track file; a leading byte-order mark is dropped."""
     try:
-        text = file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise TrackError(f"{display_path(file)}: not UTF-8 text ({error.reason} at byte "
                          f"{error.start}); save the file as UTF-8") from error
     except OSError as error:
         raise TrackError(f"{display_path(file)}: cannot read the track file "
                          f"({error.strerror or error}); check the path") from error
-    return load_track_text(text, file)
 
 
 def load_track_text(text: str, path: Path | str) -> Track:
-    """Validate the TOML ``text`` of a track; ``path`` names it in messages and ``Track.path``."""
+    """Validate the TOML ``text`` of a track; ``path`` names it in messages and ``Track.path``.
+    A :class:`TrackError` names the first problem (:func:`track_problems` lists them all)."""
+    track, problems = _validated(text, Path(path))
+    if track is None:
+        raise TrackError(problems[0])
+    return track
+
+
+def track_problems(path: Path | str) -> tuple[Track | None, list[str]]:
+    """The track in the file ``path`` and every problem of it, each one line naming the
+    file, the field, the rule and the fix (no track when there is one)."""
     file = Path(path)
+    try:
+        text = _read(file)
+    except TrackError as error:
+        return None, [str(error)]
+    return _validated(text, file)
+
+
+def _validated(text: str, file: Path) -> tuple[Track | None, list[str]]:
     source = display_path(file)
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text.removeprefix(BYTE_ORDER_MARK))
     except tomllib.TOMLDecodeError as error:
-        raise TrackError(f"{source}: not valid TOML: {error}; fix the syntax there") from error
-    values = _check_table(data, SCHEMA, "", source)
-    return _build(values, _freeze(data), file)
+        return None, [f"{source}: not valid TOML: {error}; fix the syntax there"]
+    problems: list[str] = []
+    values = _check_table(data, SCHEMA, "", source, problems)
+    track_id = values.get("track", {}).get("id")
+    if isinstance(track_id, str) and not TRACK_ID_PATTERN.fullmatch(track_id):
+        problems.append(f"{source}: track.id must be {TRACK_ID_RULE}, got {_show(track_id)}; "
+                        f"rename it, e.g. {_show(_suggest_id(track_id))}")
+    if problems:
+        return None, problems
+    return _build(values, _freeze(data), file), []
 
 
 def parse_quantity(
@@ -445,20 +476,23 @@ def _show(value: object) -> str:
 
 
 def _check_table(table: Mapping[str, Any], spec: Mapping[str, _Field], dotted: str,
-                 source: str) -> dict[str, Any]:
-    """Reject unknown and missing keys, then check each value; return the checked values."""
+                 source: str, problems: list[str]) -> dict[str, Any]:
+    """Check every key of ``table`` (unknown, missing, each value), adding each problem
+    to ``problems``; return the values that are right."""
     section = f"[{dotted}]" if dotted else "the top level"
-    for key in table:
-        if key not in spec:
-            raise TrackError(_unknown_key(key, spec, dotted, section, source))
+    problems += [_unknown_key(key, spec, dotted, section, source)
+                 for key in table if key not in spec]
     values: dict[str, Any] = {}
     for key, rule in spec.items():
         name = f"{dotted}.{key}" if dotted else key
         if key in table:
-            values[key] = _check_value(table[key], rule, name, source)
+            try:
+                values[key] = _check_value(table[key], rule, name, source, problems)
+            except TrackError as error:
+                problems.append(str(error))
         elif rule.required:
-            raise TrackError(f"{source}: missing required key {name} ({_describe(rule, name)}"
-                             f"); add it to {section}")
+            problems.append(f"{source}: missing required key {name} "
+                            f"({_describe(rule, name)}); add it to {section}")
     return values
 
 
@@ -483,14 +517,15 @@ def _unknown_key(key: str, spec: Mapping[str, _Field], dotted: str, section: str
             "rename or remove it")
 
 
-def _check_value(value: Any, rule: _Field, name: str, source: str) -> Any:
+def _check_value(value: Any, rule: _Field, name: str, source: str,
+                 problems: list[str]) -> Any:
     where = f"{source}: {name}"
     if rule.kind == "table":
         if not isinstance(value, Mapping):
             raise TrackError(f"{where} must be a table [{name}], got {_show(value)}; write "
                              f"it as a [{name}] section with its own keys")
         assert rule.table is not None
-        return _check_table(value, rule.table, name, source)
+        return _check_table(value, rule.table, name, source, problems)
     if rule.kind in QUANTITY_KINDS:
         return parse_quantity(value, rule.kind, where)  # type: ignore[arg-type]
     if rule.kind == "text":
@@ -541,11 +576,7 @@ def _check_number(value: Any, rule: _Field, where: str) -> int | float:
 
 def _build(values: Mapping[str, Any], raw: Mapping[str, Any], path: Path) -> Track:
     track, hw, mdl, var = (values[k] for k in ("track", "hardware", "model", "variant"))
-    track_id = track["id"]
-    if not TRACK_ID_PATTERN.fullmatch(track_id):
-        raise TrackError(f"{display_path(path)}: track.id must be {TRACK_ID_RULE}, got "
-                         f"{_show(track_id)}; rename it, e.g. "
-                         f"{_show(_suggest_id(track_id))}")
+    track_id = track["id"]  # checked by _validated
     hardware = HardwareSpec(
         ref=hw["ref"], name=hw["name"],
         memory=MemorySpec(hw["memory"]["capacity"], hw["memory"]["bandwidth"]),

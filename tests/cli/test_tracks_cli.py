@@ -252,9 +252,13 @@ def test_check_names_every_bad_file_and_every_good_one(tmp_path: Path) -> None:
     [warning] = warnings  # cloud_fleet is good, but overloaded
     assert "cloud_fleet.toml" in warning
     problems = errors.splitlines()
-    assert len(problems) == 3
+    assert len(problems) == 4  # every problem of each file: robotaxi's [modle] makes two
     assert all(line.startswith("graders: error: ") for line in problems)
     assert "missing required key variant.defaults.slo_ms" in problems[0]
+    robotaxi = [line for line in problems if "robotaxi.toml" in line]
+    assert len(robotaxi) == 2
+    assert "unknown key modle" in robotaxi[0]
+    assert "missing required key model" in robotaxi[1]
     assert "Traceback" not in result.stderr
 
 

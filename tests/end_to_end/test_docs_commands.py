@@ -158,15 +158,19 @@ def check_outcomes(folder: Path, ran: list[str], stdout: str) -> None:
     ``folder`` (see the module docstring)."""
     shipped = shipped_tracks(folder)
     written: dict[str, str] = {}  # results path: the submission graded into it, last wins
+    copies: dict[str, str] = {}  # a copy of the corpus (cp -R tests/corpus X): X -> source
     for command in ran:
         parts = words(command)
-        if parts[:2] == ["graders", "grade"] and option(parts, "--results"):
+        if parts[:2] == ["cp", "-R"] and len(parts) == 4:
+            copies[parts[3].rstrip("/")] = parts[2].rstrip("/")
+        elif parts[:2] == ["graders", "grade"] and option(parts, "--results"):
             written[str(option(parts, "--results"))] = parts[2]
             html = option(parts, "--html")
             if html:
                 assert (folder / html).stat().st_size > 0, command
         elif parts[:2] == ["graders", "regrade"]:
-            check_regrade(folder / str(option(parts, "--out")), parts[2], shipped, command)
+            check_regrade(folder / str(option(parts, "--out")),
+                          copies.get(parts[2].rstrip("/"), parts[2]), shipped, command)
         elif parts[:3] == ["graders", "export", "gradescope"]:
             assert (folder / parts[3]).is_file(), command
         elif parts[:3] == ["graders", "export", "student"]:

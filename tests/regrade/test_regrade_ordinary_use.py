@@ -1,0 +1,308 @@
+"""``graders regrade`` as instructors run it (issue 36): Gradescope's export as it unzips,
+a submission rejected after its page was written, a file name that is not UTF-8, the
+summary's words for a rejection, the note on a closed folder said once, and a student
+(SID) in two submissions.
+
+The fast tests use submissions that are rejected before any grading (no serving.py); the
+slow ones grade corpus submissions for real.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import CORPUS, CORPUS_EXPECTED
+
+from graders.errors import SubmissionError
+from graders.regrade.report import GradedSubmission
+from graders.regrade.roster import (
+    ClassSubmission,
+    Submitter,
+    discover,
+    duplicate_sid_warnings,
+    export_inside,
+)
+
+AS_ROOT = os.geteuid() == 0
+#: Seconds a regrade of a few submissions may take.
+TIMEOUT_S = 600
+#: A Latin-1 archive's "Résumé", as a Linux file name: not UTF-8.
+LATIN1_NAME = b"R\xe9sum\xe9"
+
+
+def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    if cwd is not None:
+        environment["TMPDIR"] = str(cwd / "tmp")
+    return subprocess.run([sys.executable, "-m", "graders", *map(str, args)], cwd=cwd,
+                          env=environment, capture_output=True, text=True,
+                          errors="backslashreplace", timeout=TIMEOUT_S, check=False)
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A folder the sandbox users can traverse (pytest's tmp_path is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="regrade-use-", dir="/tmp"))
+    folder.chmod(0o755)
+    (folder / "tmp").mkdir(mode=0o755)
+    (folder / "tmp").chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def rows_of(out: Path) -> dict[str, dict[str, str]]:
+    text = (out / "grades.csv").read_text(encoding="utf-8")
+    return {row["submission"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def metadata(*folders: tuple[str, str, str]) -> str:
+    """submission_metadata.yml for (folder, name, sid) entries."""
+    return "".join(f"{folder}:\n  :submitters:\n  - :name: {name}\n    :sid: '{sid}'\n"
+                   for folder, name, sid in folders)
+
+
+# --- 1. the export as "Export Submissions" unzips it ---------------------------------------
+
+
+def unzipped_export(parent: Path, *, correct: bool = False) -> Path:
+    """``parent/assignment_7_export/``: two submissions and submission_metadata.yml."""
+    export = parent / "assignment_7_export"
+    for folder in ("submission_1", "submission_2"):
+        (export / folder).mkdir(parents=True)
+    if correct:
+        shutil.copy(CORPUS / "correct" / "serving.py", export / "submission_1" / "serving.py")
+    (export / "submission_metadata.yml").write_text(
+        metadata(("submission_1", "Ada Lovelace", "101"), ("submission_2", "Alan Turing", "102")),
+        encoding="utf-8")
+    return export
+
+
+def test_the_one_gradescope_export_inside_a_folder_is_found(tmp_path: Path) -> None:
+    export = unzipped_export(tmp_path / "downloads")
+    (tmp_path / "downloads" / "assignment_7_export.zip").write_bytes(b"PK")
+    assert export_inside(tmp_path / "downloads") == export
+    assert export_inside(export) is None  # the export itself: nothing to descend into
+    (tmp_path / "plain" / "alice").mkdir(parents=True)
+    assert export_inside(tmp_path / "plain") is None
+
+
+def test_an_export_beside_other_submissions_is_one_line_naming_both(tmp_path: Path) -> None:
+    unzipped_export(tmp_path / "downloads")
+    (tmp_path / "downloads" / "alice").mkdir()
+    with pytest.raises(SubmissionError) as raised:
+        export_inside(tmp_path / "downloads")
+    assert "assignment_7_export" in str(raised.value)
+    assert "alice" in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_regrade_of_the_folder_holding_the_export_grades_each_submission_and_says_so(
+        tmp_path: Path) -> None:
+    unzipped_export(tmp_path / "downloads")
+    run = run_cli("regrade", tmp_path / "downloads", "--out", tmp_path / "out",
+                  "--no-histogram")
+    assert run.returncode == 0, run.stderr
+    rows = rows_of(tmp_path / "out")
+    assert set(rows) == {"submission_1", "submission_2"}
+    assert rows["submission_1"]["name"] == "Ada Lovelace"
+    notes = [line for line in run.stderr.splitlines() if "assignment_7_export" in line]
+    assert len(notes) == 1, run.stderr
+    assert notes[0].startswith("graders: note: ")
+    assert "Gradescope export" in notes[0]
+
+
+@pytest.mark.slow
+def test_the_unzipped_export_is_graded_as_its_submissions_not_as_one(home: Path) -> None:
+    unzipped_export(home / "downloads", correct=True)
+    run = run_cli("regrade", home / "downloads", "--out", home / "out", "--no-histogram",
+                  cwd=home)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = rows_of(home / "out")
+    assert {ident: (row["status"], row["score"]) for ident, row in rows.items()} == {
+        "submission_1": ("graded", "100.0"), "submission_2": ("rejected", "0.0")}
+
+
+# --- 5. the summary, the closed-folder note, duplicate SIDs --------------------------------
+
+
+def test_the_summary_calls_a_rejected_submission_rejected_not_not_graded(
+        tmp_path: Path) -> None:
+    (tmp_path / "class" / "empty").mkdir(parents=True)
+    run = run_cli("regrade", tmp_path / "class", "--out", tmp_path / "out", "--no-histogram")
+    assert run.returncode == 0, run.stderr
+    first = run.stdout.splitlines()[0]
+    assert "1 rejected (0 points), 0 not graded" in first
+    assert "not graded:" not in run.stdout
+    assert "  rejected: empty: serving.py not found" in run.stdout
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="only a regrade as root closes the class's folders")
+def test_the_note_that_a_folder_was_closed_is_said_once(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    (klass / "empty").mkdir(parents=True)
+    klass.chmod(0o755)
+    run = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram")
+    assert run.returncode == 0, run.stderr
+    said = (run.stdout + run.stderr).count(f"closed {str(klass)!r} to other users")
+    assert said == 1, run.stdout + run.stderr
+    assert klass.stat().st_mode & 0o007 == 0
+
+
+def test_a_student_in_two_submissions_is_one_warning_naming_the_sid_and_both() -> None:
+    ada = Submitter("Ada Lovelace", "101", "ada@example.edu")
+    entries = [GradedSubmission("submission_1", (ada,), "graded", "", {}),
+               GradedSubmission("submission_2", (ada, Submitter("Bob", "102")), "graded", "",
+                                {}),
+               GradedSubmission("submission_3", (Submitter("Carol", ""),), "graded", "", {}),
+               GradedSubmission("submission_4", (Submitter("Dan", ""),), "graded", "", {})]
+    [warning] = duplicate_sid_warnings(entries)
+    assert "\n" not in warning
+    assert "SID 101" in warning
+    assert "submission_1" in warning
+    assert "submission_2" in warning
+    assert "Ada Lovelace" in warning
+
+
+def test_a_regrade_warns_of_a_duplicate_sid_and_keeps_each_submissions_row(
+        tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    for folder in ("submission_1", "submission_2"):
+        (klass / folder).mkdir(parents=True)
+    (klass / "submission_metadata.yml").write_text(
+        metadata(("submission_1", "Ada", "101"), ("submission_2", "Ada L.", "101")),
+        encoding="utf-8")
+    run = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram")
+    assert run.returncode == 0, run.stderr
+    warnings = [line for line in run.stderr.splitlines() if "SID 101" in line]
+    assert len(warnings) == 1, run.stderr
+    assert warnings[0].startswith("graders: warning: ")
+    assert "submission_1" in warnings[0]
+    assert "submission_2" in warnings[0]
+    assert set(rows_of(tmp_path / "out")) == {"submission_1", "submission_2"}
+
+
+def test_the_guides_regrade_example_leaves_the_repositorys_corpus_alone() -> None:
+    guide = (Path(__file__).parents[2] / "docs" / "instructor-guide.md").read_text("utf-8")
+    regrades = [line for line in guide.splitlines() if line.startswith("graders regrade ")]
+    assert regrades
+    assert all("tests/corpus" not in line for line in regrades), regrades
+
+
+# --- 4. a file name that is not UTF-8 ------------------------------------------------------
+
+
+def test_a_name_that_is_not_utf8_is_shown_with_its_bytes_escaped(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    klass.mkdir()
+    os.mkdir(os.fsencode(klass) + b"/" + LATIN1_NAME)
+    [submission], _ = discover(klass)
+    assert submission.id == "R\\xe9sum\\xe9"
+    assert submission.path.exists()  # still the folder on disk, by its own bytes
+
+
+def test_a_rejected_submission_with_a_latin1_name_is_reported_everywhere(
+        tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    klass.mkdir()
+    os.mkdir(os.fsencode(klass) + b"/" + LATIN1_NAME)
+    out = tmp_path / "out"
+    run = run_cli("regrade", klass, "--out", out, "--no-histogram", "--names", "--pages")
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    assert "R\\xe9sum\\xe9" in run.stdout
+    for name in ("grades.csv", "report.json", "class.html", "report.md"):
+        text = (out / name).read_text(encoding="utf-8")  # valid UTF-8, the name escaped
+        assert "R\\xe9sum\\xe9" in text.replace("\\\\", "\\"), name
+
+
+@pytest.mark.slow
+def test_a_graded_latin1_name_with_names_and_pages_writes_every_output(home: Path) -> None:
+    klass = home / "class"
+    klass.mkdir()
+    shutil.copy(CORPUS / "gib_for_gb" / "serving.py",
+                os.fsdecode(os.fsencode(klass) + b"/" + LATIN1_NAME + b".py"))
+    shutil.copytree(CORPUS / "gib_for_gb", klass / "plain")
+    out = home / "out"
+    run = run_cli("regrade", klass, "--out", out, "--no-histogram", "--names", "--pages",
+                  cwd=home)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    rows = rows_of(out)
+    assert {ident: float(row["score"]) for ident, row in rows.items()} == {
+        "R\\xe9sum\\xe9": CORPUS_EXPECTED["gib_for_gb"].score,
+        "plain": CORPUS_EXPECTED["gib_for_gb"].score}
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert {row["submission"] for row in report["students"]} == {"R\\xe9sum\\xe9", "plain"}
+    page = (out / "class.html").read_text(encoding="utf-8")
+    assert "R\\xe9sum\\xe9" in page
+    assert (out / "submissions" / "R\\xe9sum\\xe9" / "feedback.html").is_file()
+    assert (out / "report.md").is_file()
+
+
+# --- 3. a stale page after a rejection -----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_submission_rejected_after_its_page_was_written_keeps_no_page_and_no_link(
+        home: Path) -> None:
+    klass = home / "class"
+    shutil.copytree(CORPUS / "gib_for_gb", klass / "ann")
+    out = home / "out"
+    first = run_cli("regrade", klass, "--out", out, "--no-histogram", "--names", "--pages",
+                    cwd=home)
+    assert first.returncode == 0, first.stderr[-3000:]
+    page = out / "submissions" / "ann" / "feedback.html"
+    assert page.is_file()
+    assert "submissions/ann/feedback.html" in (out / "class.html").read_text(encoding="utf-8")
+    (klass / "ann" / "serving.py").unlink()  # serving.py became a notebook
+    (klass / "ann" / "serving.ipynb").write_text("{}", encoding="utf-8")
+    second = run_cli("regrade", klass, "--out", out, "--no-histogram", "--names", "--pages",
+                     cwd=home)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert (rows_of(out)["ann"]["status"], rows_of(out)["ann"]["score"]) == ("rejected", "0.0")
+    assert not page.exists()
+    assert "feedback.html" not in (out / "class.html").read_text(encoding="utf-8")
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert all("page" not in row for row in report["students"])
+
+
+def test_a_rejection_removes_the_page_an_earlier_grading_left(tmp_path: Path) -> None:
+    from graders.regrade.job import PAGE_NAME, JobContext, run_job
+
+    out = tmp_path / "out"
+    stale = out / "submissions" / "ann" / PAGE_NAME
+    stale.parent.mkdir(parents=True)
+    stale.write_text("<p>93.89 points</p>", encoding="utf-8")
+    (tmp_path / "class" / "ann").mkdir(parents=True)
+    submission = ClassSubmission("ann", tmp_path / "class" / "ann")
+    record = run_job(submission, slot=None,  # type: ignore[arg-type]  # never reached
+                     context=JobContext(out=out, grader_sha256="x", timeout_s=1.0, pages=True))
+    assert record is not None
+    assert record.status == "rejected"
+    assert not stale.exists()
+
+
+def test_one_output_that_fails_is_one_line_and_the_others_are_still_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graders.regrade import command
+
+    def broken(report: object, *, names: bool) -> str:
+        raise UnicodeEncodeError("utf-8", "R\udce9", 1, 2, "surrogates not allowed")
+
+    monkeypatch.setattr(command, "build_class_page", broken)
+    entries = [GradedSubmission("R\\xe9sum\\xe9", (), "rejected", "no serving.py", {"score": 0})]
+    written, failures = command.write_outputs(tmp_path, entries, histogram=False, names=True)
+    assert [path.name for path in written] == ["grades.csv", "report.json", "report.md"]
+    [failure] = failures
+    assert failure.startswith(f"writing {tmp_path / 'class.html'} failed: UnicodeEncodeError")
+    assert "\n" not in failure
