@@ -113,4 +113,5 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(GradingHooks(session), "serving-grader-session")
     config.pluginmanager.register(fixtures, "serving-grader-fixtures")
     if config.getoption("json_report", default=False):
-        config.pluginmanager.register(JsonReportMetadata(), "serving-grader-json-report")
+        config.pluginmanager.register(JsonReportMetadata(session),
+                                      "serving-grader-json-report")
