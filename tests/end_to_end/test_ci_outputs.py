@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+import zipfile
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,32 @@ def test_a_folder_without_serving_py_still_gets_a_results_file(tmp_path: Path) -
     assert document["tests"] == []
     assert "Your submission was not graded: serving.py not found" in document["output"]
     assert "serving.py not found" in document["extra_data"]["submission_error"]
+
+
+@pytest.mark.parametrize("name", ["serving.ipynb", "submission.zip"])
+def test_a_notebook_or_zip_given_as_a_file_is_refused_as_in_a_folder(tmp_path: Path,
+                                                                     name: str) -> None:
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    if name.endswith(".zip"):
+        with zipfile.ZipFile(folder / name, "w") as archive:
+            archive.write(CORRECT, "serving.py")
+    else:
+        (folder / name).write_text('{"cells": [], "metadata": null, "nbformat": 4}',
+                                   encoding="utf-8")
+    outcomes = []
+    for given in (folder / name, folder):
+        results = tmp_path / f"results-{given.name}.json"
+        run = graders("grade", given, "--results", results)
+        assert_usage_error(run, "submit one file named serving.py")
+        assert "null" not in run.stderr
+        assert "could not be imported" not in run.stderr
+        document = load(results)
+        assert (document["score"], document["tests"]) == (0, [])
+        reason = document["extra_data"]["submission_error"]
+        assert reason in run.stderr
+        outcomes.append(reason.split("; ")[-2:])
+    assert outcomes[0] == outcomes[1]  # the same reason, file or folder
 
 
 def test_a_serving_py_in_a_zipped_folder_is_graded(tmp_path: Path) -> None:
