@@ -9,6 +9,7 @@ signals are sent to a real grading while its worker runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -130,6 +131,82 @@ def test_a_grader_failure_anywhere_still_writes_valid_results_and_leaves_nothing
     assert "the grader failed" in stderr
     assert left_behind(home) == []
     assert kill_marked(f"{home}/") == []
+
+
+# --- the disk is full ---------------------------------------------------------------------------
+
+#: Where a full disk is met: the worker's box (pytest's configuration, the issue's case) and
+#: the scratch folder of graders grade (before pytest starts), each raising ENOSPC as the
+#: kernel does.
+DISK_FULL_PLANTS = {
+    "in_the_workers_box": """
+        import errno, os, tempfile
+        import graders.sandbox.runner as runner
+        def set_up(self, *args, **kwargs):
+            name = os.path.join(tempfile.gettempdir(), "serving-grader-x", "box", "serving.py")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), name)
+        runner.StudentRunner._set_up = set_up
+    """,
+    "in_the_scratch_folder": """
+        import errno, os, tempfile
+        import graders.cli.grade as grade
+        def arguments(args, workdir, submission):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(workdir / "pytest.ini"))
+        grade.pytest_arguments = arguments
+    """,
+}
+
+
+def assert_full_disk_said_once(home: Path, process: subprocess.Popen[str]) -> None:
+    """A grader failure (exit 70) said in one line that names the full folder, as the
+    results' reason does; no INTERNALERROR, no traceback."""
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == GRADER_FAILED, stdout[-2000:] + stderr[-2000:]
+    assert "INTERNALERROR" not in stdout + stderr
+    assert "Traceback" not in stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    folder = str(home / "tmp")
+    assert lines[0].startswith("graders: error: the grader failed: the disk is full: no space "
+                               f"left in {folder} (the temp folder, TMPDIR)"), lines[0]
+    assert "pytest exit code" not in lines[0]
+    reason = grader_failure(no_score(home))
+    assert reason is not None
+    assert reason.startswith(f"the disk is full: no space left in {folder}")
+    assert "set TMPDIR to a folder with room" in reason
+    assert reason in lines[0]
+
+
+@pytest.mark.parametrize("plant", sorted(DISK_FULL_PLANTS))
+def test_a_full_disk_is_a_grader_failure_said_in_one_line_that_names_the_folder(
+        home: Path, plant: str) -> None:
+    process = grade(home, CORPUS / "correct", environment(home, DISK_FULL_PLANTS[plant]))
+    assert_full_disk_said_once(home, process)
+
+
+@contextlib.contextmanager
+def full_tmpfs(folder: Path, free_kib: int) -> Iterator[None]:
+    """A 64 KiB tmpfs mounted on ``folder`` with ``free_kib`` left (root only); skips the
+    test where it cannot be mounted."""
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a small tmpfs needs root")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=755", "tmpfs",
+                              str(folder)], capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        with (folder / "filler").open("wb") as filler:
+            filler.write(b"\0" * ((64 - free_kib) * 1024))
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.mark.parametrize("free_kib", [8, 12])
+def test_a_real_full_temp_folder_is_said_in_one_line(home: Path, free_kib: int) -> None:
+    with full_tmpfs(home / "tmp", free_kib):
+        process = grade(home, CORPUS / "correct", environment(home))
+        assert_full_disk_said_once(home, process)
 
 
 # --- the grading is interrupted ----------------------------------------------------------------
