@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ADVERSARIAL, CORPUS, REPO, kill_marked, reject_constant
+from helpers import ADVERSARIAL, CORPUS, GRADERS_SCRIPT, REPO, kill_marked, reject_constant
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from graders.cli.grade import GRADER_FAILED, INTERRUPTED_SIGINT, INTERRUPTED_SIGTERM
 from graders.results.reports import grader_failure, interrupted_by_signal
@@ -240,6 +242,101 @@ def test_an_interrupted_grading_stops_its_workers_removes_its_folders_and_says_s
     assert f"interrupted by {name}" in document["output"]
     assert left_behind(home) == []
     assert kill_marked(f"{home}/") == []
+
+
+#: The results an earlier grading left: never what an interrupted one leaves.
+EARLIER_RESULTS = {"score": 42.0, "execution_time": 1.0, "output": "an earlier grading",
+                   "tests": []}
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM (its /proc status's SigCgt mask):
+    the grader's own code has started."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+#: A plant that signals the grading process itself when it first imports a module: the
+#: moments before the grading's own clean-up exists (its imports, pytest's, the checks).
+SIGNAL_ON_IMPORT = """
+    import os, signal, sys
+    class SignalOnImport:
+        def find_spec(self, name, path=None, target=None):
+            if name == {module!r}:
+                sys.meta_path.remove(self)
+                os.kill(os.getpid(), {number})
+            return None
+    sys.meta_path.insert(0, SignalOnImport())
+"""
+
+
+@pytest.mark.parametrize("module", ["graders.cli", "pytest", "graders.plugin.settings",
+                                    "graders.cli.grade", "graders.sandbox.submission",
+                                    "graders.trackfiles.tracks"])
+@pytest.mark.parametrize(("number", "code"), [(signal.SIGTERM, INTERRUPTED_SIGTERM),
+                                               (signal.SIGINT, INTERRUPTED_SIGINT)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_signal_before_grading_starts_interrupts_it_in_one_line(
+        home: Path, module: str, number: int, code: int) -> None:
+    results = home / "out" / "results.json"
+    results.write_text(json.dumps(EARLIER_RESULTS), encoding="utf-8")
+    env = environment(home, SIGNAL_ON_IMPORT.format(module=module, number=int(number)))
+    process = subprocess.Popen(
+        [str(GRADERS_SCRIPT), "grade", str(CORPUS / "correct"), "--results", str(results)],
+        cwd=home / "out", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = process.communicate(timeout=120)
+    name = signal.Signals(number).name
+    assert process.returncode == code, stdout[-2000:] + stderr[-2000:]
+    assert stderr.splitlines() == [f"graders: the grading was interrupted by {name}: no score"]
+    assert interrupted_by_signal(no_score(home)) == name  # never the earlier results
+    assert left_behind(home) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs /proc")
+@pytest.mark.parametrize("launcher", ["script", "module"])
+@settings(max_examples=12, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(delay=st.floats(0.0, 0.4), number=st.sampled_from([signal.SIGTERM, signal.SIGINT]))
+def test_a_signal_in_the_first_moments_interrupts_and_never_leaves_earlier_results(
+        launcher: str, delay: float, number: int) -> None:
+    # from the moment the grader's first module runs (its handler is installed then),
+    # through imports, checks and the start of pytest
+    base = Path(tempfile.mkdtemp(prefix="grade-early-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        (base / "out").mkdir(mode=0o700)
+        results = base / "out" / "results.json"
+        results.write_text(json.dumps(EARLIER_RESULTS), encoding="utf-8")
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith(("PYTEST_", "COV_"))}
+        command = [str(GRADERS_SCRIPT)] if launcher == "script" else \
+            [sys.executable, "-m", "graders"]
+        process = subprocess.Popen(
+            [*command, "grade", str(CORPUS / "correct"), "--results", str(results)],
+            cwd=base / "out", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        deadline = time.monotonic() + START_WAIT_S
+        while not catches_sigterm(process.pid):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        time.sleep(delay)
+        process.send_signal(number)
+        stdout, stderr = process.communicate(timeout=120)
+        name = signal.Signals(number).name
+        assert process.returncode == 128 + number, stdout[-2000:] + stderr[-2000:]
+        assert "Traceback" not in stderr
+        assert stderr.splitlines()[-1:] == [f"graders: the grading was interrupted by {name}: "
+                                            "no score"], stderr
+        if results.exists():  # absent, or the interrupted record: never the earlier one
+            document = json.loads(results.read_text(encoding="utf-8"))
+            assert interrupted_by_signal(document) == name, document
+    finally:
+        kill_marked(f"{base}/")
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_slots_grading_process_interrupted_cleans_up_and_exits(home: Path) -> None:
