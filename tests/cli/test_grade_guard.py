@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -209,6 +210,44 @@ def test_a_real_full_temp_folder_is_said_in_one_line(home: Path, free_kib: int) 
     with full_tmpfs(home / "tmp", free_kib):
         process = grade(home, CORPUS / "correct", environment(home))
         assert_full_disk_said_once(home, process)
+
+
+# --- a root grading closes the grader's folders ---------------------------------------------
+
+#: The grader's folders, as stand-ins open to everyone (the real checkout stays as it is).
+STAND_IN_FOLDERS = """
+    import os
+    from pathlib import Path
+    import graders.plugin.session as session
+    base = Path(os.environ["TMPDIR"]).parent / "checkout"
+    folders = [base / "reference", base / "graders", base]
+    for folder in folders:
+        if not folder.exists():  # made open to everyone, once
+            folder.mkdir(parents=True)
+            folder.chmod(0o755)
+    session.protected_folders = lambda: folders
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root grading closes folders")
+def test_a_root_grading_says_in_one_line_what_it_closed_and_how_staff_can_grade(
+        home: Path) -> None:
+    process = grade(home, CORPUS / "correct", environment(home, STAND_IN_FOLDERS))
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stdout[-2000:] + stderr[-2000:]
+    notes = [line for line in stderr.splitlines() if line.startswith("graders: note: closed")]
+    assert len(notes) == 1, stderr
+    checkout = home / "checkout"
+    for folder in (checkout / "reference", checkout / "graders", checkout):
+        assert f"{str(folder)!r}" in notes[0]
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o750
+    assert "(mode 755 -> 750)" in notes[0]
+    assert "chgrp -R STAFF" in notes[0]
+    planted = environment(home)
+    planted["PYTHONPATH"] = os.pathsep.join([str(home / "plants"), str(REPO)])
+    again = grade(home, CORPUS / "correct", planted)
+    _, stderr = again.communicate(timeout=300)
+    assert "graders: note: closed" not in stderr  # said when it closes them, not every time
 
 
 # --- the grading is interrupted ----------------------------------------------------------------
