@@ -40,3 +40,25 @@ BELOW_FAIL_UNDER_EXIT = 3
 #: What course staff should do about a grader failure, said with every one.
 GRADER_FAILURE_ADVICE = ("this is the grader's failure, not the submission's: grade it again, "
                          "and if it fails again, report the reason to the course staff")
+
+
+def disk_full(error: BaseException) -> str | None:
+    """The grader-failure reason for ``error`` when it says a disk is full (ENOSPC, or a
+    disk quota used up): which folder, and what to do; None for any other error."""
+    import errno
+    import os
+    import tempfile
+
+    if not isinstance(error, OSError) or error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return None
+    what = "the disk is full" if error.errno == errno.ENOSPC else "the disk quota is used up"
+    temp = os.path.realpath(tempfile.gettempdir())
+    written = os.path.realpath(os.fsdecode(error.filename)) if error.filename else None
+    if written is None or os.path.commonpath([temp, written]) == temp:
+        return (f"{what}: no space left in {temp} (the temp folder, TMPDIR)"
+                + (f" while writing {written}" if written else "")
+                + "; free space there, or set TMPDIR to a folder with room")
+    folder = os.path.dirname(written)
+    while not os.path.ismount(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    return f"{what}: no space left in {folder} while writing {written}; free space there"

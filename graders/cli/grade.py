@@ -35,6 +35,7 @@ from graders.errors import (
     SettingsError,
     SubmissionError,
     TrackError,
+    disk_full,
 )
 from graders.escaping import escape_controls
 from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
@@ -234,7 +235,8 @@ def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
         return interruption.exit_code(error)
     except Exception as error:  # noqa: BLE001 - the guard: whatever failed, no score
         recorded = read_grader_failure(results) if results is not None else None
-        _report_grader_failure(recorded or f"{type(error).__name__}: {error}", args, targets)
+        _report_grader_failure(recorded or disk_full(error) or f"{type(error).__name__}: {error}",
+                               args, targets)
         return GRADER_FAILED
 
 

@@ -70,6 +70,44 @@ def _record_grader_failure(settings: Settings, reason: str) -> None:
         write_json_atomically(settings.results, grader_failure_results(reason))
 
 
+class FailedGrading:
+    """The hooks of a run whose grading could not start (the grader failed while setting
+    it up): nothing is collected or run, the score section says that the grader failed and
+    why (no score), and pytest exits with the grader-failure code; ``graders grade`` then
+    says it in its one line. No INTERNALERROR traceback, no second message."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> bool:
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        return True
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from graders.errors import GRADER_FAILED_EXIT
+
+        session.exitstatus = GRADER_FAILED_EXIT
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from graders.escaping import for_terminal
+        from graders.results.reports import score_table
+
+        terminalreporter.section("serving-lab score")
+        for line in score_table([], grader_failure=self.reason):
+            terminalreporter.write_line(for_terminal(line))
+
+
+def _fail_grading(config: pytest.Config, settings: Settings, reason: str) -> None:
+    """The grading cannot start: its grader-failure record, and a run that says so
+    (:class:`FailedGrading`)."""
+    _record_grader_failure(settings, reason)
+    config.pluginmanager.register(FailedGrading(reason), "serving-grader-failed")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
@@ -82,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from graders.sandbox.confinement import start_probe
 
     start_probe()  # runs while the outputs are checked and the submission is read
-    from graders.errors import GRADER_FAILED_EXIT, GraderError, GraderFailure
+    from graders.errors import GraderError, GraderFailure, disk_full
     from graders.plugin import fixtures
     from graders.plugin.bytecode import write_bytecode
     from graders.plugin.exit import freeze_heap_at_exit
@@ -105,12 +143,19 @@ def pytest_configure(config: pytest.Config) -> None:
                 check_output_file(path, flag)
         session = GradingSession.open(settings, load_tracks)
     except GraderFailure as error:  # the grader's failure, not the user's: never a usage error
-        _record_grader_failure(settings, str(error))
-        pytest.exit(f"the grader failed: {error}", returncode=GRADER_FAILED_EXIT)
+        _fail_grading(config, settings, str(error))
+        return
     except GraderError as error:
         raise usage_error(str(error)) from None
+    except OSError as error:  # a full disk is the grader's failure, said as one
+        reason = disk_full(error)
+        if reason is None:
+            raise
+        _fail_grading(config, settings, reason)
+        return
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(GradingHooks(session), "serving-grader-session")
     config.pluginmanager.register(fixtures, "serving-grader-fixtures")
     if config.getoption("json_report", default=False):
-        config.pluginmanager.register(JsonReportMetadata(), "serving-grader-json-report")
+        config.pluginmanager.register(JsonReportMetadata(session),
+                                      "serving-grader-json-report")

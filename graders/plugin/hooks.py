@@ -32,6 +32,7 @@ from graders.grading.scoring import (
     decimal_text,
     rounded,
     scaled_maxima,
+    written_points,
 )
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, TALLY_KEY
@@ -163,6 +164,7 @@ class GradingHooks:
             _finish_anyway(self.session, failure=f"{type(error).__name__}: {error}")
         if self.session.grader_failure is not None and interrupted is None:
             session.exitstatus = GRADER_FAILED_EXIT  # one verdict: the exit code says it too
+        _junit_written_points(session.config, self.session)
         _quiet_unused_hypothesis(session.config)
 
     @pytest.hookimpl(wrapper=True)
@@ -374,6 +376,42 @@ def _set_score_properties(item: pytest.Item, report: pytest.TestReport,
         holder[:] = [p for p in holder if not str(p[0]).startswith("grader_")] + properties
 
 
+def written_by_test(grading: GradingSession) -> dict[str, tuple[float, float]]:
+    """Each test's (score, max_score) as results.json writes them (the largest-remainder
+    grid of :func:`graders.grading.scoring.written_points`), by the test's node id: what
+    every other output writes too, instead of each test's points rounded on their own."""
+    scores = list(grading.scores.values())
+    points = written_points(scores)
+    return {score.nodeid: (rounded(earned), rounded(maximum))
+            for score, earned, maximum in zip(scores, points.earned, points.maxima,
+                                              strict=True)}
+
+
+def _junit_written_points(config: pytest.Config, grading: GradingSession) -> None:
+    """With ``--junitxml``, each test's ``grader_score`` and ``grader_max_score`` properties
+    set to the points results.json writes (:func:`written_by_test`), known only once every
+    test has run. pytest freezes each ``<testcase>`` element when its test ends and writes
+    them all at the end of the session, after this hook (tryfirst) ran."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    written = written_by_test(grading)
+    by_case = {(score.function, score.name): written[score.nodeid]
+               for score in grading.scores.values()}
+    for reporter in xml.node_reporters_ordered:
+        case = reporter.to_xml()
+        points = by_case.get((case.get("classname", ""), case.get("name", "")))
+        if points is None:
+            continue
+        for prop in case.iter("property"):
+            if prop.get("name") == "grader_score":
+                prop.set("value", str(points[0]))
+            elif prop.get("name") == "grader_max_score":
+                prop.set("value", str(points[1]))
+
+
 def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,
                  call: pytest.CallInfo[None]) -> TestScore | None:
     hidden = score.visibility != "visible"
@@ -568,14 +606,28 @@ def _not_implemented(grading: GradingSession, failed: list[TestScore]) -> dict[s
 
 class JsonReportMetadata:
     """Adds score and max_score to each test's pytest-json-report metadata (registered
-    only when pytest-json-report is active)."""
+    only when pytest-json-report is active): the points results.json writes
+    (:func:`written_by_test`), set once every test has run."""
+
+    def __init__(self, grading: GradingSession) -> None:
+        self.grading = grading
+        #: The graded tests' node ids in the grading (the suite's), by pytest's node id.
+        self._test_ids: dict[str, str] = {}
 
     def pytest_json_runtest_metadata(self, item: pytest.Item,
                                      call: pytest.CallInfo[None]) -> dict[str, Any] | None:
         score = item.stash.get(SCORE_KEY, None)
         if score is None:
             return None
+        self._test_ids[item.nodeid] = score.nodeid
         return {"score": rounded(score.earned), "max_score": rounded(score.max_score),
                 "function": score.function, "track": score.track,
                 "visibility": score.visibility}
 
+    def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
+        written = written_by_test(self.grading)
+        for test in json_report.get("tests", []):
+            points = written.get(self._test_ids.get(test.get("nodeid", ""), ""))
+            metadata = test.get("metadata")
+            if points is not None and isinstance(metadata, dict):
+                metadata["score"], metadata["max_score"] = points

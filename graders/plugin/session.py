@@ -54,6 +54,7 @@ from graders.sandbox.privileges import (
     SandboxUser,
     claim_sandbox_user,
     close_to_others,
+    closed_note,
     protected_folders,
     running_as_root,
 )
@@ -188,7 +189,10 @@ class GradingSession:
                     if settings.results is not None else None
             if running_as_root():
                 sandbox = claim_sandbox_user(settings.sandbox_user)  # this grading's alone
-                close_to_others(protected_folders())
+                note = closed_note(close_to_others(protected_folders(),
+                                                   sandbox_gid=sandbox.gid))
+                if note is not None:  # one line, whatever the verbosity
+                    sys.stderr.write(f"graders: note: {note}\n")
             runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox)
             runner.start()
             if not runner.protections.confined:  # one line, whatever the verbosity

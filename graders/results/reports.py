@@ -278,12 +278,28 @@ def points_rows(scores: Sequence[TestScore], points: WrittenPoints, key: str,
 
 def points_text(earned: Fraction, maximum: Fraction, decimals: int = 2) -> tuple[str, str]:
     """``earned`` and ``maximum`` as the terminal shows them: ``decimals`` places, or as
-    many more as it takes for a score below the maximum not to read as the maximum."""
+    many more as it takes for neither to be misread (:func:`_misread`: 0.000003 never
+    shows as 0.00, nor 99.999999 as 100.00) and for a score below the maximum not to
+    read as the maximum. Scores lie on the grid, so :data:`SCORE_DECIMALS` places show
+    them exactly."""
     places = decimals
-    while earned != maximum and places < SCORE_DECIMALS \
-            and f"{rounded(earned):.{places}f}" == f"{rounded(maximum):.{places}f}":
+    while places < SCORE_DECIMALS and (
+            _misread(earned, places) or _misread(maximum, places)
+            or earned != maximum
+            and f"{rounded(earned):.{places}f}" == f"{rounded(maximum):.{places}f}"):
         places += 1
     return f"{rounded(earned):.{places}f}", f"{rounded(maximum):.{places}f}"
+
+
+def _misread(value: Fraction, places: int) -> bool:
+    """Whether ``value`` shown with ``places`` decimals reads as another value: zero for a
+    value that is not, or rounded beyond its last digit (99.999999 as 100.00: every digit
+    changed). Rounding in the last digit alone (91.666667 as 91.67) is not."""
+    shown = Fraction(f"{rounded(value):.{places}f}")
+    if shown == value:
+        return False
+    unit = Fraction(10) ** (1 - places)
+    return shown == 0 or math.floor(shown / unit) != math.floor(value / unit)
 
 
 def partial_run(scores: Sequence[TestScore]) -> str | None:

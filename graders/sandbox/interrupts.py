@@ -16,7 +16,6 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from types import FrameType
 
 #: The signals that interrupt a grading.
@@ -50,11 +49,12 @@ def interrupted_by(error: BaseException) -> str:
     return error.signal_name if isinstance(error, GradingInterrupted) else "SIGINT"
 
 
-@dataclass
 class Interruption:
-    """The signal that interrupted a block, once one has."""
+    """The signal that interrupted a block, once one has. (A plain class: this module is
+    imported first thing by ``graders grade``, before dataclasses and what it imports.)"""
 
-    signal_number: int | None = None
+    def __init__(self, signal_number: int | None = None) -> None:
+        self.signal_number = signal_number
 
     def exit_code(self, error: BaseException) -> int:
         """128 + the signal's number: the one received, else ``error``'s (SIGINT for a
@@ -90,11 +90,45 @@ class _Interrupt:
             raise GradingInterrupted(self.received.signal_number)
 
 
+class _Held:
+    """The handler :func:`held_signals` installs: it records the first signal (a later one
+    is ignored), for :func:`interruptible` to raise once the grading can clean up."""
+
+    def __init__(self) -> None:
+        self.signal_number: int | None = None
+
+    def __call__(self, number: int, frame: FrameType | None) -> None:
+        if self.signal_number is None:
+            self.signal_number = number
+
+
+@contextlib.contextmanager
+def held_signals() -> Iterator[None]:
+    """Within: SIGTERM and SIGINT are held, not acted on (no traceback, no death that leaves
+    an earlier run's results behind), until :func:`interruptible` takes over and raises the
+    first one held, where the grading can say so and clean up. For a command's start-up
+    (imports, argument parsing, checks): ``graders grade`` enters it first thing. After
+    the block, the default handlers are back (Python's KeyboardInterrupt for SIGINT)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.getsignal(number) for number in INTERRUPTING}
+    held = _Held()
+    for number in INTERRUPTING:
+        signal.signal(number, held)
+    try:
+        yield
+    finally:
+        for number, before in previous.items():
+            signal.signal(number, before if before is not None else signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def interruptible() -> Iterator[Interruption]:
     """Within: SIGTERM and SIGINT raise :class:`GradingInterrupted`, once; after the first,
     both are ignored until the block ends. The previous handlers are restored after it.
-    Yields the :class:`Interruption` that records the signal. Only the main thread can set
+    Yields the :class:`Interruption` that records the signal. A signal held by
+    :func:`held_signals` before it is raised on entry. Only the main thread can set
     handlers: elsewhere this only yields."""
     received = Interruption()
     if threading.current_thread() is not threading.main_thread():
@@ -104,7 +138,11 @@ def interruptible() -> Iterator[Interruption]:
     handler = _Interrupt(received)
     for number in INTERRUPTING:
         signal.signal(number, handler)
+    held = [before.signal_number for before in previous.values()
+            if isinstance(before, _Held) and before.signal_number is not None]
     try:
+        if held:
+            handler(held[0], None)  # raises it, and ignores any later signal
         yield received
     finally:
         for number, before in previous.items():

@@ -465,12 +465,51 @@ def _open_to_others(root: Path) -> None:
         path.chmod(0o755 if executable else 0o644)
 
 
-def close_to_others(paths: Iterable[Path]) -> None:
-    """Remove every right of "others" on ``paths`` (folders then cannot be entered)."""
+def close_to_others(paths: Iterable[Path], *, sandbox_gid: int | None = None
+                    ) -> list[tuple[Path, int, int]]:
+    """Remove every right of "others" on ``paths`` (folders then cannot be entered), and of
+    the group too where it is ``sandbox_gid`` (a named sandbox user's primary group); the
+    folder's own group keeps its rights, so that staff in it can still grade. Returns
+    what changed: (path, mode before, mode after)."""
+    changed = []
     for path in paths:
         if path.exists() and not path.is_symlink():
-            mode = path.stat().st_mode
-            path.chmod(stat.S_IMODE(mode) & ~0o007)
+            info = path.stat()
+            before = stat.S_IMODE(info.st_mode)
+            after = before & ~(0o077 if info.st_gid == sandbox_gid else 0o007)
+            if after != before:
+                path.chmod(after)
+                changed.append((path, before, after))
+    return changed
+
+
+def closed_note(changed: Iterable[tuple[Path, int, int]]) -> str | None:
+    """One line that says which folders a root grading closed (:func:`close_to_others`),
+    why, who can still grade, and how to let other staff grade without reopening them;
+    None when nothing changed."""
+    changed = list(changed)
+    if not changed:
+        return None
+    import shlex
+
+    folders = ", ".join(f"{str(path)!r} (mode {before:o} -> {after:o})"
+                        for path, before, after in changed)
+    outermost = min((path for path, _, _ in changed), key=lambda path: len(path.parts))
+    group = _group_name(outermost.stat().st_gid)
+    return (f"closed {folders} to other users so that student code, run as a sandbox user, "
+            f"cannot read them; staff in their group {group!r} can still grade; to let "
+            "other staff grade without reopening them, give the checkout a group of theirs: "
+            f"chgrp -R STAFF {shlex.quote(str(outermost))} && chmod -R g+rX "
+            f"{shlex.quote(str(outermost))} (a sandbox user is never in it)")
+
+
+def _group_name(gid: int) -> str:
+    try:
+        import grp  # POSIX-only, so imported here: this module imports anywhere
+
+        return grp.getgrgid(gid).gr_name
+    except (ImportError, KeyError):
+        return str(gid)
 
 
 def sweep(token: str) -> list[int]:

@@ -58,11 +58,50 @@ def locate_submission(path: str | os.PathLike[str]) -> Path:
         raise SubmissionError(
             f"submission {str(path)!r} not found: give a serving.py or a folder holding one"
         )
-    if not candidate.is_dir() or candidate.is_symlink():
+    if candidate.is_symlink():
+        return candidate  # refused when read
+    if not candidate.is_dir():
+        if candidate.suffix != ".py" and candidate.is_file():
+            raise SubmissionError(f"submission {str(path)!r} is not a Python file; "
+                                  f"{not_python(candidate.name)}; {SUBMIT_ONE}")
         return candidate
     if os.path.lexists(candidate / SUBMISSION_NAME):
         return candidate / SUBMISSION_NAME
     return _nested(candidate)
+
+
+#: How a submission that holds no usable ``serving.py`` is told what to submit.
+SUBMIT_ONE = (f"submit one file named {SUBMISSION_NAME}, or one .py file whose name starts "
+              "with 'serving'")
+#: Files students submit instead of ``serving.py``, by suffix: what each is, and its fix.
+OTHER_FORMATS = {
+    ".ipynb": "a Jupyter notebook, not Python source (download it as a .py file: File > "
+              "Download as > Python, and submit that)",
+    **dict.fromkeys((".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar"),
+                    "an archive, not Python source (unpack it and submit the folder or "
+                    "its serving.py)"),
+}
+
+
+def not_python(name: str) -> str:
+    """Why the file ``name`` is not a submission, and what to do instead."""
+    what = OTHER_FORMATS.get(Path(name).suffix.lower(),
+                             "not a .py file (if it holds your code, rename it serving.py)")
+    return f"{name!r} is {what}"
+
+
+def _other_files(folder: Path) -> list[Path]:
+    """The files of ``folder`` a student may have meant as the submission (a notebook, an
+    archive, a file named ``serving...``), hidden and skipped folders left out."""
+    found = []
+    for parent, subfolders, files in os.walk(folder):
+        depth = len(Path(parent).relative_to(folder).parts)
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith(".")
+                               and name not in SKIPPED_FOLDERS and depth < SEARCH_DEPTH)
+        found += [Path(parent) / name for name in sorted(files)
+                  if not name.startswith(".") and (name.startswith("serving")
+                                                  or Path(name).suffix.lower() in OTHER_FORMATS)]
+    return found
 
 
 def _python_files(folder: Path) -> list[Path]:
@@ -95,9 +134,10 @@ def _nested(folder: Path) -> Path:
     more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
     what = (f"found {len(near)} .py files named serving...: {listed}{more}; keep one"
             if near else f"found {listed}{more}" if files else "found no .py file")
+    others = [] if files else _other_files(folder)
+    meant = f"{not_python(str(others[0].relative_to(folder)))}; " if others else ""
     raise SubmissionError(f"{SUBMISSION_NAME} not found in submission folder {str(folder)!r} "
-                          f"or its subfolders ({what}); submit one file named {SUBMISSION_NAME}, "
-                          "or one .py file whose name starts with 'serving'")
+                          f"or its subfolders ({what}); {meant}{SUBMIT_ONE}")
 
 
 def read_submission(path: Path) -> bytes:

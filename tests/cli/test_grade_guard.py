@@ -9,10 +9,12 @@ signals are sent to a real grading while its worker runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ADVERSARIAL, CORPUS, REPO, kill_marked, reject_constant
+from helpers import ADVERSARIAL, CORPUS, GRADERS_SCRIPT, REPO, kill_marked, reject_constant
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from graders.cli.grade import GRADER_FAILED, INTERRUPTED_SIGINT, INTERRUPTED_SIGTERM
 from graders.results.reports import grader_failure, interrupted_by_signal
@@ -132,6 +136,120 @@ def test_a_grader_failure_anywhere_still_writes_valid_results_and_leaves_nothing
     assert kill_marked(f"{home}/") == []
 
 
+# --- the disk is full ---------------------------------------------------------------------------
+
+#: Where a full disk is met: the worker's box (pytest's configuration, the issue's case) and
+#: the scratch folder of graders grade (before pytest starts), each raising ENOSPC as the
+#: kernel does.
+DISK_FULL_PLANTS = {
+    "in_the_workers_box": """
+        import errno, os, tempfile
+        import graders.sandbox.runner as runner
+        def set_up(self, *args, **kwargs):
+            name = os.path.join(tempfile.gettempdir(), "serving-grader-x", "box", "serving.py")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), name)
+        runner.StudentRunner._set_up = set_up
+    """,
+    "in_the_scratch_folder": """
+        import errno, os, tempfile
+        import graders.cli.grade as grade
+        def arguments(args, workdir, submission):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(workdir / "pytest.ini"))
+        grade.pytest_arguments = arguments
+    """,
+}
+
+
+def assert_full_disk_said_once(home: Path, process: subprocess.Popen[str]) -> None:
+    """A grader failure (exit 70) said in one line that names the full folder, as the
+    results' reason does; no INTERNALERROR, no traceback."""
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == GRADER_FAILED, stdout[-2000:] + stderr[-2000:]
+    assert "INTERNALERROR" not in stdout + stderr
+    assert "Traceback" not in stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    folder = str(home / "tmp")
+    assert lines[0].startswith("graders: error: the grader failed: the disk is full: no space "
+                               f"left in {folder} (the temp folder, TMPDIR)"), lines[0]
+    assert "pytest exit code" not in lines[0]
+    reason = grader_failure(no_score(home))
+    assert reason is not None
+    assert reason.startswith(f"the disk is full: no space left in {folder}")
+    assert "set TMPDIR to a folder with room" in reason
+    assert reason in lines[0]
+
+
+@pytest.mark.parametrize("plant", sorted(DISK_FULL_PLANTS))
+def test_a_full_disk_is_a_grader_failure_said_in_one_line_that_names_the_folder(
+        home: Path, plant: str) -> None:
+    process = grade(home, CORPUS / "correct", environment(home, DISK_FULL_PLANTS[plant]))
+    assert_full_disk_said_once(home, process)
+
+
+@contextlib.contextmanager
+def full_tmpfs(folder: Path, free_kib: int) -> Iterator[None]:
+    """A 64 KiB tmpfs mounted on ``folder`` with ``free_kib`` left (root only); skips the
+    test where it cannot be mounted."""
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a small tmpfs needs root")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=755", "tmpfs",
+                              str(folder)], capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        with (folder / "filler").open("wb") as filler:
+            filler.write(b"\0" * ((64 - free_kib) * 1024))
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.mark.parametrize("free_kib", [8, 12])
+def test_a_real_full_temp_folder_is_said_in_one_line(home: Path, free_kib: int) -> None:
+    with full_tmpfs(home / "tmp", free_kib):
+        process = grade(home, CORPUS / "correct", environment(home))
+        assert_full_disk_said_once(home, process)
+
+
+# --- a root grading closes the grader's folders ---------------------------------------------
+
+#: The grader's folders, as stand-ins open to everyone (the real checkout stays as it is).
+STAND_IN_FOLDERS = """
+    import os
+    from pathlib import Path
+    import graders.plugin.session as session
+    base = Path(os.environ["TMPDIR"]).parent / "checkout"
+    folders = [base / "reference", base / "graders", base]
+    for folder in folders:
+        if not folder.exists():  # made open to everyone, once
+            folder.mkdir(parents=True)
+            folder.chmod(0o755)
+    session.protected_folders = lambda: folders
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root grading closes folders")
+def test_a_root_grading_says_in_one_line_what_it_closed_and_how_staff_can_grade(
+        home: Path) -> None:
+    process = grade(home, CORPUS / "correct", environment(home, STAND_IN_FOLDERS))
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stdout[-2000:] + stderr[-2000:]
+    notes = [line for line in stderr.splitlines() if line.startswith("graders: note: closed")]
+    assert len(notes) == 1, stderr
+    checkout = home / "checkout"
+    for folder in (checkout / "reference", checkout / "graders", checkout):
+        assert f"{str(folder)!r}" in notes[0]
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o750
+    assert "(mode 755 -> 750)" in notes[0]
+    assert "chgrp -R STAFF" in notes[0]
+    planted = environment(home)
+    planted["PYTHONPATH"] = os.pathsep.join([str(home / "plants"), str(REPO)])
+    again = grade(home, CORPUS / "correct", planted)
+    _, stderr = again.communicate(timeout=300)
+    assert "graders: note: closed" not in stderr  # said when it closes them, not every time
+
+
 # --- the grading is interrupted ----------------------------------------------------------------
 
 
@@ -163,6 +281,101 @@ def test_an_interrupted_grading_stops_its_workers_removes_its_folders_and_says_s
     assert f"interrupted by {name}" in document["output"]
     assert left_behind(home) == []
     assert kill_marked(f"{home}/") == []
+
+
+#: The results an earlier grading left: never what an interrupted one leaves.
+EARLIER_RESULTS = {"score": 42.0, "execution_time": 1.0, "output": "an earlier grading",
+                   "tests": []}
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM (its /proc status's SigCgt mask):
+    the grader's own code has started."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+#: A plant that signals the grading process itself when it first imports a module: the
+#: moments before the grading's own clean-up exists (its imports, pytest's, the checks).
+SIGNAL_ON_IMPORT = """
+    import os, signal, sys
+    class SignalOnImport:
+        def find_spec(self, name, path=None, target=None):
+            if name == {module!r}:
+                sys.meta_path.remove(self)
+                os.kill(os.getpid(), {number})
+            return None
+    sys.meta_path.insert(0, SignalOnImport())
+"""
+
+
+@pytest.mark.parametrize("module", ["graders.cli", "pytest", "graders.plugin.settings",
+                                    "graders.cli.grade", "graders.sandbox.submission",
+                                    "graders.trackfiles.tracks"])
+@pytest.mark.parametrize(("number", "code"), [(signal.SIGTERM, INTERRUPTED_SIGTERM),
+                                               (signal.SIGINT, INTERRUPTED_SIGINT)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_signal_before_grading_starts_interrupts_it_in_one_line(
+        home: Path, module: str, number: int, code: int) -> None:
+    results = home / "out" / "results.json"
+    results.write_text(json.dumps(EARLIER_RESULTS), encoding="utf-8")
+    env = environment(home, SIGNAL_ON_IMPORT.format(module=module, number=int(number)))
+    process = subprocess.Popen(
+        [str(GRADERS_SCRIPT), "grade", str(CORPUS / "correct"), "--results", str(results)],
+        cwd=home / "out", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = process.communicate(timeout=120)
+    name = signal.Signals(number).name
+    assert process.returncode == code, stdout[-2000:] + stderr[-2000:]
+    assert stderr.splitlines() == [f"graders: the grading was interrupted by {name}: no score"]
+    assert interrupted_by_signal(no_score(home)) == name  # never the earlier results
+    assert left_behind(home) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs /proc")
+@pytest.mark.parametrize("launcher", ["script", "module"])
+@settings(max_examples=12, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(delay=st.floats(0.0, 0.4), number=st.sampled_from([signal.SIGTERM, signal.SIGINT]))
+def test_a_signal_in_the_first_moments_interrupts_and_never_leaves_earlier_results(
+        launcher: str, delay: float, number: int) -> None:
+    # from the moment the grader's first module runs (its handler is installed then),
+    # through imports, checks and the start of pytest
+    base = Path(tempfile.mkdtemp(prefix="grade-early-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        (base / "out").mkdir(mode=0o700)
+        results = base / "out" / "results.json"
+        results.write_text(json.dumps(EARLIER_RESULTS), encoding="utf-8")
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith(("PYTEST_", "COV_"))}
+        command = [str(GRADERS_SCRIPT)] if launcher == "script" else \
+            [sys.executable, "-m", "graders"]
+        process = subprocess.Popen(
+            [*command, "grade", str(CORPUS / "correct"), "--results", str(results)],
+            cwd=base / "out", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        deadline = time.monotonic() + START_WAIT_S
+        while not catches_sigterm(process.pid):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        time.sleep(delay)
+        process.send_signal(number)
+        stdout, stderr = process.communicate(timeout=120)
+        name = signal.Signals(number).name
+        assert process.returncode == 128 + number, stdout[-2000:] + stderr[-2000:]
+        assert "Traceback" not in stderr
+        assert stderr.splitlines()[-1:] == [f"graders: the grading was interrupted by {name}: "
+                                            "no score"], stderr
+        if results.exists():  # absent, or the interrupted record: never the earlier one
+            document = json.loads(results.read_text(encoding="utf-8"))
+            assert interrupted_by_signal(document) == name, document
+    finally:
+        kill_marked(f"{base}/")
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_slots_grading_process_interrupted_cleans_up_and_exits(home: Path) -> None:

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+import zipfile
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,69 @@ def test_junit_xml_carries_every_test_with_its_score(tmp_path: Path) -> None:
     assert named == {(test["tags"][0], test["name"]) for test in load(results)["tests"]}
 
 
+# --- the same points in every output ------------------------------------------------------
+
+
+def _points_everywhere(submission: Path, folder: Path) -> dict[str, dict[str, Any]]:
+    """Each output's (score, max_score) per test, keyed by the test's results.json name,
+    after one grading of ``submission`` with every output on."""
+    folder.mkdir(mode=0o700)
+    paths = {name: folder / name for name in ("results.json", "junit.xml", "report.json",
+                                              "classroom.json", "page.html")}
+    run = graders("grade", submission, "--results", paths["results.json"],
+                  "--junit-xml", paths["junit.xml"], "--json-report", paths["report.json"],
+                  "--classroom", paths["classroom.json"], "--html", paths["page.html"], "-q")
+    assert run.returncode == 0, run.stderr
+    results = load(paths["results.json"])
+    names = {test["extra_data"]["nodeid"]: test["name"] for test in results["tests"]}
+    outputs: dict[str, dict[str, Any]] = {
+        "results.json": {test["name"]: (test["score"], test["max_score"])
+                         for test in results["tests"]}}
+    junit: dict[str, Any] = {}
+    for case in ET.parse(paths["junit.xml"]).getroot().iter("testcase"):
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        junit[str(case.get("name"))] = (float(properties["grader_score"] or "nan"),
+                                        float(properties["grader_max_score"] or "nan"))
+    outputs["junit.xml"] = junit
+    report = load(paths["report.json"])
+    outputs["report.json"] = {
+        names[test["nodeid"]]: (test["metadata"]["score"], test["metadata"]["max_score"])
+        for test in report["tests"] if test["nodeid"] in names}
+    classroom = load(paths["classroom.json"])
+    outputs["classroom.json"] = {  # it writes no maximum per test
+        test["name"]: (test["score"], outputs["results.json"][test["name"]][1])
+        for test in classroom["tests"]}
+    outputs["total"] = {"results.json": results["score"],
+                        "junit.xml": round(sum(score for score, _ in junit.values()), 6),
+                        "classroom.json": round(sum(t["score"] for t in classroom["tests"]),
+                                                6)}
+    return outputs
+
+
+def _assert_the_same_points(outputs: dict[str, dict[str, Any]]) -> None:
+    written = outputs["results.json"]
+    for name in ("junit.xml", "report.json", "classroom.json"):
+        differing = {test: (points, outputs[name].get(test)) for test, points in written.items()
+                     if outputs[name].get(test) != points}
+        assert differing == {}, name
+    assert len(set(outputs["total"].values())) == 1, outputs["total"]
+
+
+def test_every_output_writes_the_points_results_json_writes(tmp_path: Path) -> None:
+    # batching_tax [robotaxi] earns 5/9 of 2.5 points: 0.555556 rounded plainly, 0.555555
+    # in results.json, where the largest remainder gives the unit to another test
+    _assert_the_same_points(_points_everywhere(CORPUS / "batching_natural_log",
+                                               tmp_path / "out"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("submission", sorted(path.name for path in CORPUS.iterdir()
+                                              if path.is_dir()))
+def test_every_output_writes_the_same_points_for_every_corpus_submission(
+        tmp_path: Path, submission: str) -> None:
+    _assert_the_same_points(_points_everywhere(CORPUS / submission, tmp_path / "out"))
+
+
 # --- exit codes ------------------------------------------------------------------------------
 
 
@@ -291,6 +355,32 @@ def test_a_folder_without_serving_py_still_gets_a_results_file(tmp_path: Path) -
     assert document["tests"] == []
     assert "Your submission was not graded: serving.py not found" in document["output"]
     assert "serving.py not found" in document["extra_data"]["submission_error"]
+
+
+@pytest.mark.parametrize("name", ["serving.ipynb", "submission.zip"])
+def test_a_notebook_or_zip_given_as_a_file_is_refused_as_in_a_folder(tmp_path: Path,
+                                                                     name: str) -> None:
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    if name.endswith(".zip"):
+        with zipfile.ZipFile(folder / name, "w") as archive:
+            archive.write(CORRECT, "serving.py")
+    else:
+        (folder / name).write_text('{"cells": [], "metadata": null, "nbformat": 4}',
+                                   encoding="utf-8")
+    outcomes = []
+    for given in (folder / name, folder):
+        results = tmp_path / f"results-{given.name}.json"
+        run = graders("grade", given, "--results", results)
+        assert_usage_error(run, "submit one file named serving.py")
+        assert "null" not in run.stderr
+        assert "could not be imported" not in run.stderr
+        document = load(results)
+        assert (document["score"], document["tests"]) == (0, [])
+        reason = document["extra_data"]["submission_error"]
+        assert reason in run.stderr
+        outcomes.append(reason.split("; ")[-2:])
+    assert outcomes[0] == outcomes[1]  # the same reason, file or folder
 
 
 def test_a_serving_py_in_a_zipped_folder_is_graded(tmp_path: Path) -> None:

@@ -12,12 +12,15 @@ from pathlib import Path
 
 import pytest
 from helpers import sample_score as score
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graders.grading.scoring import SCORE_DECIMALS, TestScore, scaled_maxima
 from graders.results.reports import (
     SCHEMA_VERSION,
     gradescope_results,
     partial_run,
+    points_text,
     score_table,
     write_json_atomically,
 )
@@ -210,6 +213,57 @@ def test_a_table_without_tracks_has_no_track_section() -> None:
 
 def test_an_empty_table_still_has_a_total_line() -> None:
     assert score_table([]) == ["TOTAL 0.00 / 0.00"]
+
+
+def _never_misread(value: Fraction, text: str) -> bool:
+    """Whether ``text`` shows ``value`` so that it cannot be misread: exactly, or rounded
+    in its last digit alone (every digit before it is the value's own, so that 99.999999
+    never shows as 100.00) and not as zero when the value is not."""
+    shown = Fraction(text)
+    if shown == value:
+        return True
+    places = len(text.split(".")[1])
+    unit = Fraction(1, 10**(places - 1))
+    return shown != 0 and abs(shown - value) <= Fraction(1, 2 * 10**places) \
+        and math.floor(shown / unit) == math.floor(value / unit)
+
+
+@pytest.mark.parametrize(("maximum", "total"), [
+    ("0.000003", "TOTAL 0.000003 / 0.000003"),
+    ("99.999999", "TOTAL 99.999999 / 99.999999"),
+    ("100", "TOTAL 100.00 / 100.00"),
+    ("0.25", "TOTAL 0.25 / 0.25"),
+    ("1000000", "TOTAL 1000000.00 / 1000000.00"),
+])
+def test_a_full_score_total_shows_the_maximum_as_it_is(maximum: str, total: str) -> None:
+    full = Fraction(maximum)
+    lines = score_table([score(max_score=full, earned=full, status="passed")])
+    assert lines[-1] == total
+
+
+def test_a_total_rounded_in_its_last_digit_keeps_two_decimals() -> None:
+    lines = score_table([score(max_score=Fraction(100), earned=Fraction(91_666_667, 10**6),
+                               status="failed")])
+    assert lines[-1] == "TOTAL 91.67 / 100.00"
+
+
+GRID = 10**SCORE_DECIMALS
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(maximum_units=st.integers(1, 10**6 * GRID), share=st.fractions(0, 1))
+def test_no_total_from_1e_6_to_1e6_points_is_ever_misread(maximum_units: int,
+                                                          share: Fraction) -> None:
+    maximum = Fraction(maximum_units, GRID)
+    for earned in (maximum, math.floor(maximum * share * GRID) / Fraction(GRID)):
+        earned_text, maximum_text = points_text(earned, maximum)
+        assert _never_misread(earned, earned_text), (earned, earned_text)
+        assert _never_misread(maximum, maximum_text), (maximum, maximum_text)
+        assert len(maximum_text.split(".")[1]) >= 2
+        assert (earned_text == maximum_text) == (earned == maximum)
+        lines = score_table([score(max_score=maximum, earned=earned,
+                                   status="passed" if earned == maximum else "failed")])
+        assert lines[-1] == f"TOTAL {earned_text} / {maximum_text}"
 
 
 def test_a_table_of_a_partial_run_gives_no_total_and_says_what_ran() -> None:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import grp
 import json
 import os
 import pwd
+import shlex
 import shutil
 import stat
 import subprocess
@@ -45,6 +47,7 @@ from graders.sandbox.privileges import (
     SandboxUser,
     claim_sandbox_user,
     close_to_others,
+    closed_note,
     ensure_sandbox_user,
     protected_folders,
     reachable_by_others,
@@ -176,6 +179,40 @@ def test_closing_a_folder_to_others_removes_only_their_rights(tmp_path: Path) ->
     folder.mkdir(mode=0o755)
     close_to_others([folder])
     assert stat.S_IMODE(folder.stat().st_mode) == 0o750
+
+
+def test_closing_says_what_it_closed_and_how_other_staff_can_still_grade(
+        tmp_path: Path) -> None:
+    opened, closed = tmp_path / "checkout", tmp_path / "already"
+    opened.mkdir(mode=0o755)
+    closed.mkdir(mode=0o750)
+    opened.chmod(0o755)
+    changed = close_to_others([opened, closed])
+    assert [(path, before, after) for path, before, after in changed] == [
+        (opened, 0o755, 0o750)]  # only what changed
+    note = closed_note(changed)
+    assert note is not None
+    assert "\n" not in note
+    assert f"closed {str(opened)!r} (mode 755 -> 750) to other users" in note
+    assert "cannot read them" in note  # why
+    group = grp.getgrgid(opened.stat().st_gid).gr_name
+    assert f"group {group!r}" in note  # who can still grade
+    assert f"chgrp -R STAFF {shlex.quote(str(opened))}" in note  # how to let others grade
+    assert "chmod -R g+rX" in note
+    assert closed_note([]) is None  # nothing changed, nothing said
+
+
+def test_the_sandbox_users_own_group_loses_its_rights_too(tmp_path: Path) -> None:
+    folder = tmp_path / "reference"
+    folder.mkdir(mode=0o775)
+    folder.chmod(0o775)
+    close_to_others([folder], sandbox_gid=folder.stat().st_gid)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    other = tmp_path / "graders"
+    other.mkdir(mode=0o755)
+    other.chmod(0o755)
+    close_to_others([other], sandbox_gid=other.stat().st_gid + 1)
+    assert stat.S_IMODE(other.stat().st_mode) == 0o750  # staff in its group keep reading
 
 
 def test_a_folder_behind_a_closed_parent_is_not_reachable(tmp_path: Path) -> None:

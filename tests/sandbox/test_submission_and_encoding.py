@@ -131,6 +131,30 @@ def test_a_folder_without_serving_py_names_the_py_files_it_holds(tmp_path: Path)
         locate_submission(tmp_path)
 
 
+@pytest.mark.parametrize(("name", "content", "what"), [
+    ("serving.ipynb", b'{"cells": [], "metadata": null}', "a Jupyter notebook"),
+    ("submission.zip", b"PK\x03\x04\x00\x00", "an archive"),
+    ("serving.txt", b"def serve(): pass\n", "not a .py file"),
+])
+def test_a_file_that_is_not_python_is_refused_as_a_folder_holding_it_is(
+        tmp_path: Path, name: str, content: bytes, what: str) -> None:
+    (tmp_path / "alone").mkdir()
+    given = tmp_path / "alone" / name
+    given.write_bytes(content)
+    with pytest.raises(SubmissionError) as as_file:
+        locate_submission(given)
+    with pytest.raises(SubmissionError) as in_folder:
+        locate_submission(tmp_path / "alone")
+    for error in (as_file, in_folder):
+        message = str(error.value)
+        assert what in message
+        assert repr(name) in message or repr(str(given)) in message
+        assert message.endswith("submit one file named serving.py, or one .py file whose "
+                                "name starts with 'serving'")
+    # the same reason, whichever way the file was given
+    assert str(as_file.value).split("; ")[-2:] == str(in_folder.value).split("; ")[-2:]
+
+
 def test_a_dangling_symlink_is_located_so_that_reading_it_can_refuse_it(tmp_path: Path) -> None:
     link = tmp_path / "serving.py"
     link.symlink_to(tmp_path / "gone.py")
