@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from graders.escaping import for_html
 from graders.reality.curves import RealityCurve
 from graders.reality.table import error_text, input_text, milliseconds, real_text
 from graders.results.essentials import first_case
-from graders.results.reports import TRACK_TABLE_TITLE, result_tags
+from graders.results.reports import TRACK_TABLE_TITLE, points_text, result_tags
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 STYLE = """
@@ -117,6 +118,13 @@ def shown(value: float) -> str:
     return f"{value:.2f}"
 
 
+def shown_pair(earned: float, maximum: float) -> tuple[str, str]:
+    """Points and their maximum as the terminal's table shows them: two decimals, or as
+    many more as it takes for neither to be misread (0.000003 is not 0.00, and 99.999999 of
+    100 is not 100.00)."""
+    return points_text(Fraction(number(earned)), Fraction(number(maximum)))
+
+
 def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
                title: str = "Serving lab feedback",
                reality: Mapping[str, Sequence[RealityCurve]] | None = None,
@@ -136,7 +144,7 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
     extra = document.get("extra_data", {})
     maximum = float(extra.get("max_score", sum(float(t.get("max_score", 0)) for t in tests))
                     if isinstance(extra, Mapping) else 0.0)
-    headline = "grader failed" if failed else f"{shown(score)} / {shown(maximum)}"
+    headline = "grader failed" if failed else " / ".join(shown_pair(score, maximum))
     printed = str(document.get("printed") or "")
     parts = [
         "<!DOCTYPE html>",
@@ -149,7 +157,8 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
         '<p class="score" id="grader-failed">The grader failed: no score was given.</p>'
         if failed else
         f'<p class="score">Score <span id="score" data-score="{esc(number(score))}">'
-        f'{esc(shown(score))}</span> / <span id="max-score">{esc(shown(maximum))}</span></p>',
+        f'{esc(shown_pair(score, maximum)[0])}</span> / <span id="max-score">'
+        f'{esc(shown_pair(score, maximum)[1])}</span></p>',
         _summary(document, notes),
         "" if failed else _next_step(tests, score, maximum,
                                      str(document.get("import_error") or "")),
@@ -209,8 +218,9 @@ def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float,
             hidden = [t for t in tests if not _visible(t)]
             earned = sum(float(t.get("score", 0)) for t in hidden)
             most = sum(float(t.get("max_score", 0)) for t in hidden)
-            text = (f"Every visible test passes. The hidden tests earn {earned:.2f} of "
-                    f"{most:.2f} points; their cases are not shown.")
+            points = shown_pair(earned, most)
+            text = (f"Every visible test passes. The hidden tests earn {points[0]} of "
+                    f"{points[1]} points; their cases are not shown.")
         return f'<section id="next" class="next done"><p>{esc(text)}</p></section>'
     number, test = first
     function = _tags(test)[0]
@@ -274,8 +284,9 @@ def _score_tables(tests: Sequence[Mapping[str, Any]]) -> str:
         parts.append(f'<table class="by-{heading}"><thead><tr><th>{title}</th><th>score</th>'
                      "<th>max</th><th>tests</th></tr></thead><tbody>")
         for name, (earned, maximum, count) in rows.items():
+            cells = shown_pair(earned, maximum)
             parts.append(f'<tr data-{heading}="{esc(name)}"><td>{esc(name)}</td>'
-                         f'<td class="num">{earned:.2f}</td><td class="num">{maximum:.2f}</td>'
+                         f'<td class="num">{cells[0]}</td><td class="num">{cells[1]}</td>'
                          f'<td class="num">{int(count)}</td></tr>')
         parts.append("</tbody></table>")
     parts.append("</section>")
@@ -304,7 +315,7 @@ def _test_item(number: int, test: Mapping[str, Any]) -> str:
         return (f'<li class="test hidden" data-visibility="{esc(visibility)}">'
                 f'<span class="status">hidden</span>{name} <em>({esc(hidden)})</em></li>')
     status = "passed" if test.get("status") == "passed" else "failed"
-    points = f"{float(test.get('score', 0)):.2f} / {float(test.get('max_score', 0)):.2f}"
+    points = " / ".join(shown_pair(float(test.get("score", 0)), float(test.get("max_score", 0))))
     item = (f'<li class="test {status}" id="test-{number}"><span class="status">{status}'
             f"</span>{name} <em>({esc(points)})</em>")
     output = str(test.get("output", "")).strip()

@@ -227,6 +227,16 @@ def test_the_page_heading_shows_two_decimals_like_every_other_score() -> None:
     assert "80.251282 /" not in page
 
 
+@pytest.mark.parametrize(("score", "maximum", "shown"), [
+    (0.000003, 0.000003, "0.000003</span> / <span id=\"max-score\">0.000003"),
+    (99.999999, 100, "99.999999</span> / <span id=\"max-score\">100.000000"),
+    (91.666667, 100, "91.67</span> / <span id=\"max-score\">100.00")])
+def test_the_page_shows_points_as_the_terminal_does_never_misread(
+        score: float, maximum: float, shown: str) -> None:
+    page = build_page({"score": score, "tests": [], "extra_data": {"max_score": maximum}}, [])
+    assert f'>{shown}</span></p>' in page
+
+
 def test_the_page_shows_the_results_score_by_function_and_track() -> None:
     tests = [a_test("serve matches", "serve", 8.0, 8.0, "All cases passed."),
              a_test("queueing [iphone]", "queueing_latency", 1.25, 3.0, "p99 wrong",
