@@ -52,10 +52,9 @@ class Spread:
     def row(self) -> str:
         low, high = min(self.scores), max(self.scores)
         stated = "" if self.stated is None else f"{self.stated:.6f}"
-        same = "" if self.stated is None else \
-            str(sum(abs(score - self.stated) < 5e-7 for score in self.scores))
-        return (f"| {self.name} | {stated} | {low:.6f} | {high:.6f} | {high - low:.6f} "
-                f"| {same}/{len(self.scores)} |")
+        same = "-" if self.stated is None else \
+            f"{sum(abs(score - self.stated) < 5e-7 for score in self.scores)}/{len(self.scores)}"
+        return f"| {self.name} | {stated} | {low:.6f} | {high:.6f} | {high - low:.6f} | {same} |"
 
 
 class GradingProcess:

@@ -236,3 +236,12 @@ def test_every_template_of_a_track_gives_its_share_of_twins() -> None:
                  if t.args[0] / SPREAD <= twin.args[0] <= t.args[0] * SPREAD)
             for twin in twins.cases)
         assert sorted(counts.values()) == [4, 4, 5, 5, 5]
+
+
+def test_the_note_says_when_a_function_got_fewer_twins_than_its_count() -> None:
+    unseen = evidence(10, 1)
+    unseen.wanted = 40
+    assert unseen.short
+    note = confirmation_note("serve", unseen, Fraction(2, 5))
+    assert "only 10 of its 40 twins move the answer" in note
+    assert not evidence(10, 1).short
