@@ -5,7 +5,9 @@ like its visible cases (a visible case of the same function and track, with its 
 and the quantities of its hardware moved by a random factor of 2/3 to 3/2; see
 :func:`moved`) from a seed the student cannot know: an HMAC
 of the submitted file's SHA-256 under the course secret. The same file with the same
-secret always meets the same inputs; any change to the file draws new ones.
+secret always meets the same inputs; any change to the file draws new ones. A twin counts
+only if it moves the answer (:func:`moves_answer`, judged by the caller against every
+visible case of its function and track): copying a visible answer passes none.
 
 A function's visible points then pay in proportion to how it does on its unseen inputs
 (:func:`confirmation`): a table of the golden file's answers earns what constants earn,
@@ -22,17 +24,19 @@ import json
 import math
 import random
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from graders.grading.cases import Case
+from graders.grading.compare import Tolerance, compare
+from graders.grading.credit import nontrivial_matches
 from graders.identity import IdentityMemo
 from graders.sandbox.wire import encode_argument
 
 #: Change whenever a change to this module changes any draw.
-SCHEME_VERSION = 1
+SCHEME_VERSION = 2
 #: Unseen inputs per function (split over the tracks) unless its test's marker says.
 DEFAULT_UNSEEN = 40
 #: A number moves by a factor of 1/SPREAD to SPREAD.
@@ -40,8 +44,9 @@ SPREAD = 1.5
 #: The share of its unseen inputs a function must pass to keep all its visible points;
 #: below it the visible points shrink in proportion, to 0 for one that passes none.
 CONFIRMING_SHARE = Fraction(1, 4)
-#: Draws of one unseen input before giving it up (every draw met a case already asked).
-MAX_TRIES = 8
+#: Draws in a row from one template that give no twin (its inputs were already asked, or
+#: its answer did not move) before the template is left out.
+MAX_MISSES = 16
 #: Characters of one failed unseen input shown in feedback.
 MAX_INPUT_CHARS = 240
 #: The secret of a grading that was given none (the inputs still change with the file).
@@ -149,33 +154,92 @@ def inputs_key(case: Case) -> str:
         encode_argument([case.function, case.args, dict(case.kwargs)]), sort_keys=True))
 
 
+#: Whether a twin moves the answer of the visible case it was drawn from:
+#: ``moves(template, twin)``.
+Moves = Callable[[Case, Case], bool]
+
+
+def moves_answer(source: Any, twin: Any, twin_inputs: Iterable[Any],
+                 tolerance: Tolerance) -> bool:
+    """Whether a twin's expected value ``twin`` moved from its visible case's ``source``:
+    some field (an item of a tuple) of it differs beyond ``tolerance`` and holds a value
+    that computing nothing cannot give (not None, a flag, 0, 1, an infinity, nor an echo
+    of one of ``twin_inputs``). A twin that moves only echoes of its inputs, flags or
+    inputs its answer does not depend on is passed by a copy of the visible answer."""
+    return nontrivial_matches(twin, source, twin_inputs,
+                              lambda wanted, given: bool(compare(wanted, given, tolerance))) > 0
+
+
+@dataclass
+class Twins:
+    """One function's unseen cases, and how many it was meant to get."""
+
+    cases: list[Case]
+    wanted: int
+
+    @property
+    def short(self) -> bool:
+        """Fewer twins that move the answer could be drawn than wanted."""
+        return len(self.cases) < self.wanted
+
+
 def unseen_cases(seed_text: str, templates: Iterable[Case], count: int,
-                 visible: Iterable[Case]) -> list[Case]:
-    """About ``count`` unseen cases of one function, split evenly over the tracks of its
-    ``templates`` (rounded up): each a template of the track, picked at random, with its
-    numbers moved; never the inputs of a case in ``visible``."""
+                 visible: Iterable[Case], moves: Moves | None = None,
+                 spare: Iterable[Case] = ()) -> Twins:
+    """``count`` unseen cases of one function, split evenly over the tracks of its
+    ``templates`` (rounded up), never the inputs of a case in ``visible``.
+
+    Each is a template of its track with its numbers moved (:func:`moved`), the templates
+    taken in turn in an order shuffled by the seed, so that every template gives its
+    share of twins. A twin is kept only when ``moves(template, twin)`` (by default every
+    twin moves): a template whose MAX_MISSES draws in a row gave no such twin is left out
+    (its answer does not move with what moves). When every template of a track is left
+    out, the ``spare`` templates of the track take their turn (the visible cases a
+    function fails, whose twins it would fail too: passing only cases that no twin can
+    move confirms nothing); when those are left out too, the track has fewer twins than
+    its share, which :attr:`Twins.short` says."""
     by_track: dict[str, list[Case]] = {}
     for case in templates:
         by_track.setdefault(case.track_id, []).append(case)
+    spares: dict[str, list[Case]] = {}
+    for case in spare:
+        spares.setdefault(case.track_id, []).append(case)
     seen = {inputs_key(case) for case in visible}
     drawn: list[Case] = []
     per_track = -(-count // max(1, len(by_track)))
     for track_id, choices in sorted(by_track.items()):
         rng = random.Random(f"{seed_text}/{choices[0].function}/{track_id}")
-        for index in range(per_track):
-            for _ in range(MAX_TRIES):
-                template = choices[rng.randrange(len(choices))]
-                # a case with numbers of its own moves them; one made of a track's objects
-                # only (a profile from its hardware and model) moves their quantities
-                objects = not _has_numbers([*template.args, *template.kwargs.values()])
-                case = Case(f"unseen {index + 1}", template.function,
-                            moved(template.args, rng, objects=objects),
-                            moved(dict(template.kwargs), rng, objects=objects), track_id)
-                key = inputs_key(case)
-                if key not in seen:
-                    seen.add(key)
-                    drawn.append(case)
-                    break
+        for pool in (choices, spares.get(track_id, [])):
+            drawn += _twins_of(pool, per_track - sum(c.track_id == track_id for c in drawn),
+                               rng, seen, moves, first=len(drawn))
+    return Twins(drawn, per_track * len(by_track))
+
+
+def _twins_of(choices: list[Case], wanted: int, rng: random.Random, seen: set[str],
+              moves: Moves | None, first: int) -> list[Case]:
+    """Up to ``wanted`` twins of ``choices``, taken in turn (see :func:`unseen_cases`)."""
+    live = list(choices)
+    rng.shuffle(live)
+    misses = [0] * len(live)
+    drawn: list[Case] = []
+    while len(drawn) < wanted and live:
+        slot = len(drawn) % len(live)
+        template = live[slot]
+        # a case with numbers of its own moves them; one made of a track's objects only
+        # (a profile from its hardware and model) moves their quantities
+        objects = not _has_numbers([*template.args, *template.kwargs.values()])
+        case = Case(f"unseen {first + len(drawn) + 1}", template.function,
+                    moved(template.args, rng, objects=objects),
+                    moved(dict(template.kwargs), rng, objects=objects), template.track_id)
+        key = inputs_key(case)
+        if key not in seen and (moves is None or moves(template, case)):
+            seen.add(key)
+            drawn.append(case)
+            misses[slot] = 0
+            continue
+        misses[slot] += 1
+        if misses[slot] >= MAX_MISSES:
+            del live[slot], misses[slot]
     return drawn
 
 
@@ -186,12 +250,21 @@ class UnseenEvidence:
 
     nontrivial: int = 0
     nontrivial_passed: int = 0
+    #: The twins the function was meant to get (0: none drawn) and the ones asked.
+    wanted: int = 0
+    asked: int = 0
     #: Non-trivial values (fields) right, in passed and failed cases alike.
     values_right: int = 0
     #: The inputs of the failed non-trivial cases, as a reader would type them.
     failed_inputs: list[str] = field(default_factory=list)
 
+    @property
+    def short(self) -> bool:
+        """Fewer twins that move the answer could be drawn than the function's count."""
+        return self.asked < self.wanted
+
     def record(self, case: Case, *, trivial: bool, passed: bool, values_right: int) -> None:
+        self.asked += 1
         if trivial:
             return
         self.nontrivial += 1
@@ -221,8 +294,10 @@ def confirmation_note(function: str, unseen: UnseenEvidence, share: Fraction,
     failed = unseen.nontrivial - unseen.nontrivial_passed
     examples = "; ".join(text if len(text) <= MAX_INPUT_CHARS else
                          f"{text[:MAX_INPUT_CHARS]}…" for text in unseen.failed_inputs[:shown])
+    short = (f" (only {unseen.asked} of its {unseen.wanted} twins move the answer)"
+             if unseen.short else "")
     return (f"{function} failed {failed} of its {unseen.nontrivial} unseen inputs (drawn "
-            f"afresh for every submission), so its visible cases count "
+            f"afresh for every submission){short}, so its visible cases count "
             f"{float(share):.0%}" + (f"; e.g. {examples}" if examples else ""))
 
 

@@ -30,6 +30,7 @@ from graders.grading.unseen import (
     confirmation,
     confirmation_note,
     inputs_key,
+    moves_answer,
     seed,
     unseen_cases,
     unseen_refusal,
@@ -359,9 +360,11 @@ class GradingSession:
             evidence = UnseenEvidence()
             if self._draws_unseen(function) and not self.visible_finished:
                 assert self.unseen_seed is not None
-                cases = unseen_cases(self.unseen_seed, self._templates(function),
+                templates, spare = self._templates(function)
+                twins = unseen_cases(self.unseen_seed, templates,
                                      self.unseen_counts.get(function, DEFAULT_UNSEEN),
-                                     self._visible_cases(function))
+                                     self._visible_cases(function), self._moves, spare)
+                evidence.wanted, cases = twins.wanted, twins.cases
                 for case in cases:
                     self.unseen_inputs.update(f"{inputs_key(case)}\n".encode())
                 self._send("unseen", cases)
@@ -373,15 +376,32 @@ class GradingSession:
             self.unseen_evidences[function] = evidence
         return self.unseen_evidences[function]
 
-    def _templates(self, function: str) -> list[Case]:
+    def _moves(self, template: Case, twin: Case) -> bool:
+        """Whether ``twin`` moves the answer: its expected value is not the answer of
+        ``template``, the visible case it was drawn from, nor of any other visible case of
+        its function and track (a copy of the visible answers answers with one of them;
+        :func:`graders.grading.unseen.moves_answer`)."""
+        expected = self.expected_value(twin)
+        inputs = [*twin.args, *twin.kwargs.values()]
+        return all(moves_answer(self.expected_value(case), expected, inputs,
+                                self.settings.tolerance)
+                   for case in [template, *self._visible_cases(twin.function)]
+                   if case.track_id == twin.track_id)
+
+    def _templates(self, function: str) -> tuple[list[Case], list[Case]]:
         """The visible cases whose twins are the unseen inputs: the non-trivial ones the
-        function passes, else (it passes none) the ones it gets some value of right."""
+        function passes, else (it passes none) the ones it gets some value of right; and
+        the spare ones, its other non-trivial cases, whose twins fill a track where no
+        twin of those moves the answer."""
         self.evidence(function)
         verdicts = [(case, self.verdicts[case.key]) for case in self._visible_cases(function)]
         passed = [case for case, verdict in verdicts
                   if verdict.passed and not verdict.trivial]
-        return passed or [case for case, verdict in verdicts
-                          if verdict.values_right and not verdict.trivial]
+        templates = passed or [case for case, verdict in verdicts
+                               if verdict.values_right and not verdict.trivial]
+        chosen = {case.key for case in templates}
+        return templates, [case for case, verdict in verdicts
+                           if not verdict.trivial and case.key not in chosen]
 
     def confirmation(self, function: str) -> tuple[Fraction, str | None]:
         """The share of ``function``'s visible points its unseen inputs confirm, and the
@@ -535,12 +555,21 @@ class GradingSession:
                        "unseen_inputs_sha256": self.unseen_inputs.hexdigest(),
                        "versions": grading_versions(),
                        **({"partial_run": partial} if partial is not None else {}),
+                       **self._short_twins(),
                        **submission_extra(self.settings.submission_metadata)})
         except Exception as error:  # the grader's own failure: said as such, never a score
             document = grader_failure_results(
                 f"building the results failed: {type(error).__name__}: {error}",
                 execution_time_s=time.monotonic() - self.started)
         return validated_results(document)
+
+    def _short_twins(self) -> dict[str, Any]:
+        """The functions that could not get their count of twins that move the answer
+        (``unseen_short``: function -> "N of M twins"), if any."""
+        short = {function: f"{unseen.asked} of {unseen.wanted} twins"
+                 for function, unseen in sorted(self.unseen_evidences.items())
+                 if unseen.short}
+        return {"unseen_short": short} if short else {}
 
     def write_classroom(self, path: Path) -> None:
         """Write the GitHub Classroom runner results of the final result."""

@@ -328,14 +328,14 @@ def test_every_case_graded_elsewhere_is_graded_by_its_module() -> None:
             f"{module} does not grade {name}"
 
 
-#: The lookup-table generator (graded by end_to_end/test_unseen_inputs.py): a script, not a
-#: hostile file.
-GENERATOR = "lookup_table_generator.py"
+#: The generators of copies of the golden file (graded by end_to_end/test_unseen_inputs.py):
+#: scripts, not hostile files.
+GENERATORS = ("lookup_table_generator.py", "twin_copy_generator.py")
 
 
 def test_no_hostile_file_in_the_repository_can_be_collected_or_imported_by_accident() -> None:
     for path in ADVERSARIAL.rglob("*"):
-        if path.is_file() and path.name not in ("serving.py", "README.md", GENERATOR):
+        if path.is_file() and path.name not in ("serving.py", "README.md", *GENERATORS):
             assert path.name.endswith(BUNDLED_SUFFIX), f"{path} must end in {BUNDLED_SUFFIX}"
 
 

@@ -24,6 +24,13 @@ from graders.plugin.hooks import PREVIEW_LINE
 pytestmark = pytest.mark.slow
 
 GENERATOR = TESTS / "adversarial" / "lookup_table_generator.py"
+#: The twin-aware copy (issue 33): a twin gets the golden answer of its nearest visible case.
+TWIN_COPY = TESTS / "adversarial" / "twin_copy_generator.py"
+#: The functions whose answers are products of the inputs a twin moves: one multiplication
+#: of a golden answer by the moved inputs' ratios answers their twins.
+PRODUCTS = frozenset({"transformer_state_gb", "quantity_to_float"})
+#: File hashes each copy is graded with (each draws other twins).
+COPY_HASHES = 3
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +40,10 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def generated(bundle: Path, folder: Path, *options: str) -> Path:
+def generated(bundle: Path, folder: Path, *options: str, generator: Path = GENERATOR
+              ) -> Path:
     folder.mkdir()
-    subprocess.run([sys.executable, str(GENERATOR), str(bundle), str(folder / "serving.py"),
+    subprocess.run([sys.executable, str(generator), str(bundle), str(folder / "serving.py"),
                     *options], check=True, timeout=120)
     return folder
 
@@ -123,3 +131,46 @@ def test_an_output_naming_the_course_secret_is_refused_and_leaves_it(tmp_path: P
     assert run.returncode == 2
     assert "is the course secret" in run.stderr
     assert secret.read_text(encoding="utf-8") == "course secret\n"
+
+
+@pytest.fixture(scope="module")
+def course_secret(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    secret = tmp_path_factory.mktemp("secret") / "course.secret"
+    secret.write_text("the course secret of issue 33\n", encoding="utf-8")
+    return secret
+
+
+def rehashed(submission: Path, folder: Path, index: int) -> Path:
+    """``submission`` with a comment line of its own: another file hash, other twins."""
+    folder.mkdir()
+    source = (submission / "serving.py").read_text(encoding="utf-8")
+    (folder / "serving.py").write_text(f"{source}\n# hash {index}\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("multiply", [False, True], ids=["copy", "copy_and_multiply"])
+def test_a_twin_aware_copy_scores_no_more_than_constants(
+        bundle: Path, course_secret: Path, tmp_path: Path, multiply: bool) -> None:
+    """A copy that answers any twin with the golden answer of the visible case it could
+    have been moved from passes no twin that counts: every twin moves the answer. One
+    multiplication (a single-number golden answer times the moved inputs' ratios) earns
+    at most the points of the functions whose answers are such products."""
+    copy = generated(bundle, tmp_path / "copy", *(["--multiply"] if multiply else []),
+                     generator=TWIN_COPY)
+    local, _ = grade(copy, tmp_path / "local.json", "--golden",
+                     bundle / "graders" / "golden.json")
+    # the copy is exact on the visible cases: locally, every visible case test passes
+    assert all(test["score"] == test["max_score"] for test in case_tests(local))
+    constants, _ = grade(FAKES / "constant_numbers", tmp_path / "constants.json",
+                         "--secret-file", course_secret)
+    for index in range(COPY_HASHES):
+        official, _ = grade(rehashed(copy, tmp_path / f"hash{index}", index),
+                            tmp_path / f"official{index}.json", "--secret-file", course_secret)
+        if not multiply:
+            assert official["score"] <= constants["score"]
+            continue
+        products = sum(test["max_score"] for test in official["tests"]
+                       if PRODUCTS & set(test["tags"]))
+        assert official["score"] <= products + 1e-6
+        assert all(test["score"] == 0 for test in official["tests"]
+                   if not PRODUCTS & set(test["tags"])), official["score"]

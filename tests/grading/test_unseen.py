@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import random
 from fractions import Fraction
 from types import SimpleNamespace
@@ -9,7 +10,10 @@ from types import SimpleNamespace
 import pytest
 from helpers import REPO
 
-from graders.grading.cases import Case, serve_cases, visible_cases
+from graders.expected.reference import reference_expected
+from graders.grading.cases import CONTRACT_FUNCTIONS, Case, serve_cases, visible_cases
+from graders.grading.compare import Tolerance
+from graders.grading.credit import is_trivial
 from graders.grading.scoring import GraderMark
 from graders.grading.unseen import (
     CONFIRMING_SHARE,
@@ -19,6 +23,7 @@ from graders.grading.unseen import (
     confirmation_note,
     inputs_key,
     moved,
+    moves_answer,
     seed,
     unseen_cases,
     unseen_refusal,
@@ -74,19 +79,19 @@ def test_an_object_moves_only_its_quantities_and_one_without_any_is_the_same_obj
 
 def test_twins_are_deterministic_and_never_the_inputs_of_a_visible_case() -> None:
     visible = serve_cases()
-    first = unseen_cases("seed", visible, 40, visible)
+    first = unseen_cases("seed", visible, 40, visible).cases
     assert [inputs_key(c) for c in first] == [inputs_key(c) for c in
-                                              unseen_cases("seed", visible, 40, visible)]
+                                              unseen_cases("seed", visible, 40, visible).cases]
     assert len(first) == 40
     assert not {inputs_key(c) for c in first} & {inputs_key(c) for c in visible}
-    other = unseen_cases("another seed", visible, 40, visible)
+    other = unseen_cases("another seed", visible, 40, visible).cases
     assert [inputs_key(c) for c in other] != [inputs_key(c) for c in first]
 
 
 def test_twins_are_split_over_the_tracks_of_their_templates() -> None:
     tracks = load_tracks(REPO / "tracks")
     templates = [c for c in visible_cases(tracks) if c.function == "cache_capacity"]
-    drawn = unseen_cases("seed", templates, 40, templates)
+    drawn = unseen_cases("seed", templates, 40, templates).cases
     counts = {track.track_id: sum(c.track_id == track.track_id for c in drawn)
               for track in tracks}
     assert set(counts.values()) == {40 // len(tracks)}
@@ -94,7 +99,9 @@ def test_twins_are_split_over_the_tracks_of_their_templates() -> None:
 
 def test_a_template_with_nothing_to_move_gives_no_twin() -> None:
     template = Case("n=1 B=1", "serve", (1, 1))
-    assert unseen_cases("seed", [template], 10, [template]) == []
+    twins = unseen_cases("seed", [template], 10, [template])
+    assert twins.cases == []
+    assert twins.short
 
 
 def evidence(nontrivial: int, passed: int) -> UnseenEvidence:
@@ -156,8 +163,85 @@ def test_a_case_with_numbers_of_its_own_keeps_its_tracks_objects_and_one_without
     for function in ("transformer_state_gb", "serving_track_profile"):
         templates = [c for c in visible_cases(tracks)
                      if c.track_id == "cloud_fleet" and c.function == function]
-        by_function[function] = unseen_cases("seed", templates, 1, templates)[0]
+        by_function[function] = unseen_cases("seed", templates, 1, templates).cases[0]
     assert by_function["transformer_state_gb"].args[0] is cloud.model
     hardware = by_function["serving_track_profile"].args[2]
     assert hardware is not cloud.hardware
     assert hardware.memory.capacity != cloud.hardware.memory.capacity
+
+
+# --- issue 33: a twin counts only if it moves the answer -------------------------------------
+
+TOLERANCE = Tolerance()
+
+
+def reference_moves(template: Case, twin: Case) -> bool:
+    return moves_answer(reference_expected(template), reference_expected(twin),
+                        [*twin.args, *twin.kwargs.values()], TOLERANCE)
+
+
+def test_a_twin_moves_the_answer_only_through_a_value_a_copy_cannot_give() -> None:
+    source = {"total_ms": 672.0, "throughput_rps": 380.95, "passes": 8}
+    inputs = (300, 40)
+    assert moves_answer(source, {**source, "total_ms": 700.0}, inputs, TOLERANCE)
+    assert not moves_answer(source, dict(source), inputs, TOLERANCE)
+    # within the tolerance is the same answer
+    assert not moves_answer(source, {**source, "total_ms": 672.0 * (1 + 1e-8)}, inputs,
+                            TOLERANCE)
+    # a field that echoes a moved input, a flag or a 0 or 1 moves nothing a copy cannot move
+    assert not moves_answer({"context_tokens": 256, "oom": False, "weight_gb": 7.0},
+                            {"context_tokens": 300, "oom": True, "weight_gb": 7.0},
+                            (300,), TOLERANCE)
+    assert moves_answer([50.0, 0.5], [40.0, 0.5], (10.0, 20.0, 1), TOLERANCE)
+
+
+def test_every_twin_moves_the_answer_of_the_case_it_was_drawn_from() -> None:
+    tracks = load_tracks(REPO / "tracks")
+    for function in CONTRACT_FUNCTIONS:
+        templates = [c for c in visible_cases(tracks) if c.function == function
+                     and not is_trivial(reference_expected(c), [*c.args, *c.kwargs.values()])]
+        twins = unseen_cases("seed", templates, 40, templates, reference_moves)
+        assert len(twins.cases) == twins.wanted >= 40, function
+        for twin in twins.cases:
+            sources = [t for t in templates if t.track_id == twin.track_id
+                       and reference_moves(t, twin)]
+            assert sources, (function, twin.describe_inputs())
+
+
+def test_a_template_whose_answer_no_twin_can_move_gives_none_and_the_draw_says_so() -> None:
+    # serve(1, B): one pass whatever B is, and n = 1 is kept
+    template = Case("n=1 B=8", "serve", (1, 8))
+    twins = unseen_cases("seed", [template], 10, [template], reference_moves)
+    assert twins.cases == []
+    assert (twins.wanted, twins.short) == (10, True)
+
+
+def test_the_cases_a_function_fails_fill_a_track_whose_passed_cases_cannot_move() -> None:
+    unmovable = Case("n=1 B=8", "serve", (1, 8))
+    failed = Case("lab batched", "serve", (256, 32))
+    twins = unseen_cases("seed", [unmovable], 10, [unmovable, failed], reference_moves,
+                         spare=[failed])
+    assert len(twins.cases) == 10
+    assert not twins.short
+    assert all(reference_moves(failed, twin) for twin in twins.cases)
+
+
+def test_every_template_of_a_track_gives_its_share_of_twins() -> None:
+    # sizes more than SPREAD**2 apart: each twin has one template it can come from
+    templates = [Case(f"n={n}", "serve", (n, 7)) for n in (10, 30, 100, 300, 1000)]
+    for seed_text in ("seed", "another seed"):
+        twins = unseen_cases(seed_text, templates, 23, templates, reference_moves)
+        counts = collections.Counter(
+            next(t.args[0] for t in templates
+                 if t.args[0] / SPREAD <= twin.args[0] <= t.args[0] * SPREAD)
+            for twin in twins.cases)
+        assert sorted(counts.values()) == [4, 4, 5, 5, 5]
+
+
+def test_the_note_says_when_a_function_got_fewer_twins_than_its_count() -> None:
+    unseen = evidence(10, 1)
+    unseen.wanted = 40
+    assert unseen.short
+    note = confirmation_note("serve", unseen, Fraction(2, 5))
+    assert "only 10 of its 40 twins move the answer" in note
+    assert not evidence(10, 1).short
