@@ -24,7 +24,7 @@ Why a BPF program assembled here (not libseccomp, not bubblewrap's ``--seccomp F
 bubblewrap's option covers only the bubblewrap mode, and the filter must hold where
 bubblewrap cannot run; libseccomp may be missing from an image, and inside bubblewrap the
 worker sees only the libraries its interpreter loads, which libseccomp is not. A program
-of a few dozen instructions needs only ``prctl`` (through ctypes, in the standard
+of about 140 instructions needs only ``prctl`` (through ctypes, in the standard
 library) and the syscall numbers of each architecture, which the table carries for
 x86_64 and aarch64. Elsewhere (another architecture, a 32-bit interpreter, not Linux)
 :func:`unavailable` says why, and the grader reports the filter as absent.
