@@ -14,9 +14,11 @@ network, IPC, UTS and cgroup namespaces, on a root of its own that holds only:
 
 Nothing else exists there: no home folder, ``/root``, ``/srv``, ``/opt``, ``/work``,
 project checkout, class folder, output folder or grader cache. Its only network
-interface is its own loopback. bwrap runs as the user the worker runs as: the runner drops
-to the sandbox user first when it is root, so the same unprivileged user namespace serves
-root (with or without CAP_SYS_ADMIN) and an ordinary user alike.
+interface is its own loopback. Where bwrap offers it (0.8 and later), the worker cannot
+make user namespaces of its own (``--disable-userns``). bwrap runs as the user the worker
+runs as: the runner drops to the sandbox user first when it is root, so the same
+unprivileged user namespace serves root (with or without CAP_SYS_ADMIN) and an ordinary
+user alike.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -111,6 +114,21 @@ def interpreter_paths(executable: Path, environment: Mapping[str, str],
     return paths, covered
 
 
+@functools.cache
+def disables_userns(bwrap: Path) -> bool:
+    """Whether ``bwrap`` can keep the sandbox from making user namespaces of its own
+    (``--disable-userns``, bubblewrap 0.8 and later; not in a setuid bwrap, which refuses
+    it): its help lists the option."""
+    try:
+        if os.stat(bwrap).st_mode & stat.S_ISUID:
+            return False
+        listing = subprocess.run([str(bwrap), "--help"], capture_output=True, text=True,
+                                 timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--disable-userns" in listing
+
+
 def submission_descriptor(code: bytes) -> int:
     """A descriptor (close-on-exec: pass it down with ``pass_fds``) holding ``code`` from
     its start: an anonymous file, so nothing on the disk is read again for the worker."""
@@ -128,14 +146,17 @@ def submission_descriptor(code: bytes) -> int:
 
 def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[Path],
                   box: Path, submission_fd: int, submission_name: str, space_bytes: int,
-                  worker: Sequence[str]) -> list[str]:
+                  worker: Sequence[str], disable_userns: bool = False) -> list[str]:
     """The command that runs ``worker`` in bubblewrap (see the module's docstring).
 
     ``submission_fd`` must be open on ``serving.py`` and passed down (``pass_fds``); the
     worker finds its copy at ``box / submission_name``, the host path of its box.
+    ``disable_userns`` (where :func:`disables_userns`) keeps the worker from making user
+    namespaces of its own, below the syscall filter that refuses them too.
     """
+    nested = ["--unshare-user", "--disable-userns"] if disable_userns else []
     # the tmpfs first: what is bound read-only may lie below /tmp (a private cache in TMPDIR)
-    command = [str(bwrap), "--unshare-all", "--die-with-parent", "--new-session",
+    command = [str(bwrap), "--unshare-all", *nested, "--die-with-parent", "--new-session",
                "--cap-drop", "ALL", "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
                "--size", str(space_bytes), "--perms", "0700", "--tmpfs", SPACE,
                "--symlink", SPACE, "/var/tmp"]

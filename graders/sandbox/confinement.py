@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graders.sandbox import bubblewrap
+from graders.sandbox import bubblewrap, syscall_filter
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import remove_tree, report_problems
 from graders.sandbox.privileges import (
@@ -96,6 +96,9 @@ class Protections:
     #: What confines the worker: "bubblewrap", "launcher" (root's namespaces without an
     #: allowlist, where bubblewrap cannot run) or "none".
     tool: str = "none"
+    #: Whether the worker installs the syscall filter before importing the submission
+    #: (:mod:`graders.sandbox.syscall_filter`; the description says why not, where not).
+    syscall_filter: bool = False
 
     @property
     def confined(self) -> bool:
@@ -114,10 +117,21 @@ class Protections:
 
 def protections_for(sandbox: SandboxUser | None) -> Protections:
     """The protections a worker gets with ``sandbox`` (None: the grader is not root):
-    bubblewrap's wherever it runs, else root's launcher, else the privilege drop alone."""
+    bubblewrap's wherever it runs, else root's launcher, else the privilege drop alone;
+    and on Linux, in every mode, the syscall filter."""
     found = platform_support.capabilities()
-    if not found.hardened:
-        return portable_protections(found)
+    confinement = portable_protections(found) if not found.hardened else \
+        _confinement(sandbox)
+    missing = syscall_filter.unavailable()
+    clause = ("; a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
+              "and sockets other than AF_UNIX" if missing is None
+              else f"; no syscall filter ({missing})")
+    return dataclasses.replace(confinement, description=confinement.description + clause,
+                               syscall_filter=missing is None)
+
+
+def _confinement(sandbox: SandboxUser | None) -> Protections:
+    """The hardened runner's confinement (see :func:`protections_for`)."""
     who = ("the student's code runs as an unprivileged sandbox user of its own"
            if sandbox else "the student's code runs as this user")
     # root without a sandbox user (the runner's own tests) keeps the worker beside it: in
@@ -257,7 +271,8 @@ def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path], box: Pa
     return bubblewrap.bwrap_command(
         executable, read_only=[*folders, *paths], covered=covered, box=box,
         submission_fd=submission_fd, submission_name=SUBMISSION_NAME,
-        space_bytes=TEMP_SPACE_BYTES, worker=worker)
+        space_bytes=TEMP_SPACE_BYTES, worker=worker,
+        disable_userns=bubblewrap.disables_userns(executable))
 
 
 def start_options(sandbox: SandboxUser | None, submission_fd: int) -> dict[str, Any]:

@@ -67,6 +67,7 @@ from graders.sandbox.limits import MAX_WAIT_S
 from graders.sandbox.limits import Limits as Limits  # part of the runner's interface
 from graders.sandbox.privileges import (
     TOKEN_VARIABLE,
+    SandboxError,
     SandboxUser,
     WorkerPython,
     grading_parent,
@@ -368,6 +369,9 @@ class StudentRunner:
         self._worker: _Worker | None = None
         self._next_id = 0
         self._import_error: str | None = None
+        #: Why the worker could not install its syscall filter: a grader failure, raised
+        #: again by every later call (no student code runs without the filter).
+        self._filter_error: str | None = None
         self._timeouts: Counter[str] = Counter()
         self._crashes: Counter[str] = Counter()
         self._garbage: Counter[str] = Counter()
@@ -694,13 +698,19 @@ class StudentRunner:
         return worker
 
     def _ensure_worker(self) -> _Worker:
+        if self._filter_error is not None:
+            raise SandboxError(self._filter_error)
         restart = self._worker is None and self._started
         worker = self._worker or self._launch(preload_pint=False)
         if worker.ready:
             return worker
         started = time.monotonic()
         try:
-            reply = self._read_reply(worker, self.limits.import_timeout_s, None, ident=None)
+            if self._protections.syscall_filter:
+                self._confirm_filter(worker)
+            # the filter's line and the import share the import deadline
+            left_s = max(self.limits.import_timeout_s - (time.monotonic() - started), 0.0)
+            reply = self._read_reply(worker, left_s, None, ident=None)
         except _WorkerGone as gone:
             self._import_error = _import_message(gone)
             raise _WorkerGone("unimportable", self._import_error) from None
@@ -715,6 +725,18 @@ class StudentRunner:
         if restart:  # restarts only happen after a kill: they cost hanging time too
             self.budget.hang_spent_s += time.monotonic() - started
         return worker
+
+    def _confirm_filter(self, worker: _Worker) -> None:
+        """Read the worker's first line, written before any student code runs: whether it
+        installed its syscall filter. Where it could not, no student code runs at all:
+        the grading fails as the grader's failure (SandboxError), not the submission's."""
+        reply = self._read_reply(worker, self.limits.import_timeout_s, None, ident=None)
+        if reply.get("syscall_filter") is True:
+            return
+        self._stop()
+        self._filter_error = ("the worker could not install its syscall filter, so no "
+                              f"student code was run: {str(reply.get('error'))[:500]}")
+        raise SandboxError(self._filter_error)
 
     def _spawn(self, *, preload_pint: bool) -> _Worker:
         # -s -P instead of -I: the environment is the runner's own (nothing of the grader's
@@ -779,6 +801,7 @@ class StudentRunner:
             "definitions": str(self._definitions),
             "limits": self.limits.worker_limits(),
             "preload_pint": preload_pint,
+            "syscall_filter": self._protections.syscall_filter,
         }
         with contextlib.suppress(OSError):  # a worker that died at once is reported on reading
             self._send(worker, init)

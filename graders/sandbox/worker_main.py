@@ -19,6 +19,11 @@ object lacks becomes ``{"$missing": FIELD}``. Every text (a str value, an except
 message) is cut to MAX_TEXT characters with a visible marker, and every sequence to
 MAX_SEQUENCE items, so that a reply stays small; the grader refuses a longer reply line.
 
+On Linux, when the init request asks for it, the worker installs its syscall filter
+(``syscall_filter.py``, from the runtime folder) before it imports the submission, and
+says so in a first line ``{"syscall_filter": true|false, "error": ...}``, written before
+any student code runs; where it cannot, it stops there and imports nothing.
+
 The submission's stdout and stderr (fds 1 and 2, whatever writes to them) are one pipe
 that the grader drains: they are flushed before every reply, so that a call's output is
 in the pipe by the time its reply is.
@@ -89,6 +94,18 @@ def set_limits(limits: dict[str, int]) -> bool:
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     return True
+
+
+def filter_syscalls() -> str | None:
+    """Install the syscall filter (graders.sandbox.syscall_filter, copied into the runtime
+    folder); None once it is installed, else why it could not be."""
+    try:
+        import syscall_filter  # type: ignore[import-not-found,unused-ignore]
+
+        syscall_filter.install()
+    except Exception as error:
+        return describe(error)
+    return None
 
 
 def unit_registry() -> Any:
@@ -366,6 +383,11 @@ def main() -> None:
         REPLY_LIMIT.append(limits["reply_bytes"])
     limited = set_limits(limits)
     sys.setrecursionlimit(int(init.get("recursion_limit", 3000)))
+    if init.get("syscall_filter"):  # before any of the student's code, or none runs
+        refused = filter_syscalls()
+        send(replies, {"syscall_filter": refused is None, "error": refused})
+        if refused is not None:
+            return
     path = init["submission"]
     try:
         module = import_submission(path)

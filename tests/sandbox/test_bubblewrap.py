@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from helpers import REPO, ordinary_user, processes_marked
 
-from graders.sandbox import bubblewrap
+from graders.sandbox import bubblewrap, syscall_filter
 from graders.sandbox.cleanup import cache_folder
 from graders.sandbox.confinement import (
     ANY_SANDBOX_ID,
@@ -104,6 +104,13 @@ PROBE = textwrap.dedent("""
 
     def processes():
         return sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+
+    def nested_user_namespace():
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER
+            return "made"
+        return errno.errorcode[ctypes.get_errno()]
 """).encode()
 
 #: Run as the ordinary user's worker: each attack of issue 22 on that user, as JSON.
@@ -173,6 +180,44 @@ def listener() -> Iterator[socket.socket]:
     server.setblocking(False)
     with server:
         yield server
+
+
+def test_bubblewrap_is_told_to_disable_user_namespaces_where_it_can(tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho '    --disable-userns             Disable further use'\n")
+    fake.chmod(0o755)
+    assert bubblewrap.disables_userns(fake) is True
+    setuid = tmp_path / "setuid-bwrap"
+    setuid.write_bytes(fake.read_bytes())
+    setuid.chmod(0o4755)  # a setuid bwrap refuses the option
+    assert bubblewrap.disables_userns(setuid) is False
+    old = tmp_path / "old-bwrap"
+    old.write_text("#!/bin/sh\necho '    --unshare-user'\n")
+    old.chmod(0o755)
+    assert bubblewrap.disables_userns(old) is False
+    options = {"read_only": [], "covered": [], "box": Path("/tmp/box"), "submission_fd": 3,
+               "submission_name": "serving.py", "space_bytes": 1, "worker": ["true"]}
+    told = bubblewrap.bwrap_command(fake, disable_userns=True, **options)  # type: ignore[arg-type]
+    assert told[1:4] == ["--unshare-all", "--unshare-user", "--disable-userns"]
+    assert "--disable-userns" not in bubblewrap.bwrap_command(fake, **options)  # type: ignore[arg-type]
+
+
+def test_without_the_syscall_filter_the_worker_still_makes_no_user_namespace(
+        sandbox_user: SandboxUser, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bubblewrap's --disable-userns, on its own (user.max_user_namespaces is 1 inside)."""
+    bwrap = bubblewrap.bwrap_executable(for_others=True)
+    if bwrap is None or not bubblewrap.disables_userns(bwrap):
+        pytest.skip("this bwrap has no --disable-userns (bubblewrap 0.8 and later)")
+    monkeypatch.setattr(syscall_filter, "unavailable", lambda: "switched off by the test")
+    with StudentRunner(PROBE, limits=Limits(call_timeout_s=10.0), sandbox=sandbox_user
+                       ) as runner:
+        assert runner.protections.syscall_filter is False
+        assert value(runner.call("nested_user_namespace")) == "ENOSPC"
+
+
+def test_in_bubblewrap_the_worker_is_filtered(confined: StudentRunner) -> None:
+    assert confined.protections.syscall_filter is True
+    assert value(confined.call("nested_user_namespace")) == "EPERM"
 
 
 def test_as_root_the_worker_runs_in_bubblewrap(confined: StudentRunner) -> None:

@@ -30,6 +30,7 @@ from helpers import ADVERSARIAL, CORPUS, kill_marked
 
 import graders.sandbox.confinement
 from graders.sandbox import launcher as confinement_launcher
+from graders.sandbox import syscall_filter
 from graders.sandbox.confinement import (
     COVERED_FOLDERS,
     LAUNCHER,
@@ -262,7 +263,15 @@ def namespaces(sandbox_user: SandboxUser) -> SandboxUser:
 
 
 @pytest.fixture
-def confined(namespaces: SandboxUser) -> Iterator[StudentRunner]:
+def namespaces_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher's namespaces on their own: the syscall filter, which refuses inet
+    sockets and SysV IPC before they reach them, is off in this process (it is tested in
+    test_syscall_filter.py, and with the launcher below)."""
+    monkeypatch.setattr(syscall_filter, "unavailable", lambda: "switched off by the test")
+
+
+@pytest.fixture
+def confined(namespaces: SandboxUser, namespaces_alone: None) -> Iterator[StudentRunner]:
     close_to_others(protected_folders())
     with StudentRunner(PROBE, limits=Limits(call_timeout_s=10.0), sandbox=namespaces) as runner:
         assert runner.protections.namespaces
@@ -272,9 +281,10 @@ def confined(namespaces: SandboxUser) -> Iterator[StudentRunner]:
 # --- what is reported -------------------------------------------------------------------
 
 
-def test_without_root_no_protection_is_claimed() -> None:
+def test_without_root_no_confinement_is_claimed_only_the_syscall_filter() -> None:
     protections = protections_for(None)
-    assert protections == Protections(False, False, False, False, protections.description)
+    assert protections == Protections(False, False, False, False, protections.description,
+                                      syscall_filter=syscall_filter.unavailable() is None)
     assert "the student's code runs as this user" in protections.description
     assert protections.as_dict()["privilege_drop"] is False
 
@@ -374,16 +384,30 @@ def test_where_namespaces_are_unavailable_the_worker_runs_as_before(
         marker.rmdir()
 
 
-@pytest.mark.usefixtures("namespaces")
 def test_where_namespaces_are_available_every_protection_is_claimed(
-        confined: StudentRunner, sandbox_user: SandboxUser) -> None:
-    assert confined.protections == Protections(True, True, True, True,
-                                               confined.protections.description,
-                                               tool="launcher")
-    assert confined.protections.description.startswith(
-        "the student's code runs as an unprivileged sandbox user of its own, "
-        "without network, with 64 MiB and 4096 files of temporary space, and private, "
-        "bounded IPC; it can read world-readable files (bubblewrap is off in these tests)")
+        namespaces: SandboxUser) -> None:
+    with StudentRunner(PROBE, sandbox=namespaces) as runner:
+        assert runner.protections == Protections(True, True, True, True,
+                                                 runner.protections.description,
+                                                 tool="launcher", syscall_filter=True)
+        assert runner.protections.description.startswith(
+            "the student's code runs as an unprivileged sandbox user of its own, "
+            "without network, with 64 MiB and 4096 files of temporary space, and private, "
+            "bounded IPC; it can read world-readable files (bubblewrap is off in these "
+            "tests); a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
+            "and sockets other than AF_UNIX")
+
+
+def test_under_the_launcher_the_worker_is_filtered_too(namespaces: SandboxUser) -> None:
+    with StudentRunner(PROBE, limits=Limits(call_timeout_s=10.0), sandbox=namespaces
+                       ) as runner:
+        assert loaded(runner.call("status"))["NoNewPrivs"] == ["1"]
+        refused = runner.call("connect", (free_port(),))
+        assert refused.status == "raised"
+        assert refused.message.startswith("OSError: [Errno 97]")  # EAFNOSUPPORT
+        assert value(runner.call("sysv", (0x5E570000 + secrets.randbelow(0xFFFF),))) == \
+            [-1, -1, -1]
+        assert value(runner.call("shm_until_full", (4096,))) == [0, "EPERM"]
 
 
 # --- network ----------------------------------------------------------------------------
@@ -462,6 +486,7 @@ def test_a_fresh_worker_gets_a_fresh_empty_temporary_space(confined: StudentRunn
     assert value(confined.call("listing", (".",))) == ["serving.py"]
 
 
+@pytest.mark.usefixtures("namespaces_alone")
 def test_a_box_outside_the_covered_folders_is_bounded_all_the_same(
         namespaces: SandboxUser, monkeypatch: pytest.MonkeyPatch) -> None:
     """The box gets the tmpfs whether or not it lies under /tmp (here /tmp is left

@@ -1,0 +1,285 @@
+"""The worker's syscall filter: one table of refused system calls, a reason on each row.
+
+Namespaces leave shared what the kernel does not namespace, and where bubblewrap cannot
+run (Docker's default profile: root without CAP_SYS_ADMIN, namespaces refused) only the
+privilege drop is left. So every Linux worker, in every mode (bubblewrap, root's launcher,
+the privilege drop alone, an ordinary user, the portable runner), installs this seccomp
+filter itself, before it imports the submission (:func:`install`, from ``worker_main.py``),
+after setting no_new_privs. It refuses (:data:`RULES`):
+
+- the kernel keyring, which bubblewrap shares (no session keyring of its own);
+- new namespaces and mounts (a tmpfs of its own escapes the 64 MiB bound);
+- SysV IPC (shared memory escapes RLIMIT_AS and outlives the worker);
+- sockets of any family but AF_UNIX (the host's 127.0.0.1 where there is no network
+  namespace);
+- other processes' memory, and kernel interfaces that no serving.py needs (bpf,
+  perf_event_open, userfaultfd, io_uring, modules, kexec...).
+
+A refused call fails with an errno (EPERM, EAFNOSUPPORT for sockets, ENOSYS for clone3)
+and the process lives: a submission that tries one loses only the case that needed it,
+with a clear error. Only a call from a foreign ABI (i386 through ``int 0x80``, x32 on
+x86_64), which would bypass the table's numbers, kills the process.
+
+Why a BPF program assembled here (not libseccomp, not bubblewrap's ``--seccomp FD``):
+bubblewrap's option covers only the bubblewrap mode, and the filter must hold where
+bubblewrap cannot run; libseccomp may be missing from an image, and inside bubblewrap the
+worker sees only the libraries its interpreter loads, which libseccomp is not. A program
+of about 140 instructions needs only ``prctl`` (through ctypes, in the standard
+library) and the syscall numbers of each architecture, which the table carries for
+x86_64 and aarch64. Elsewhere (another architecture, a 32-bit interpreter, not Linux)
+:func:`unavailable` says why, and the grader reports the filter as absent.
+
+The worker imports this module from its runtime folder (a copy of this file): it uses the
+standard library only, and ctypes only in :func:`install`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import struct
+import sys
+from typing import NamedTuple
+
+#: The namespace flags of clone(2) and unshare(2): NEWNS, NEWCGROUP, NEWUTS, NEWIPC,
+#: NEWUSER, NEWPID, NEWNET (the mask moby's default profile refuses clone on).
+CLONE_NEW = 0x7E020000
+AF_UNIX = 1
+TIOCSTI = 0x5412
+TIOCLINUX = 0x541C
+#: personality(2) values Docker allows: Linux, Linux32, UNAME26 with each, and a query.
+PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
+
+
+class Arg(NamedTuple):
+    """A test of one argument (its low 32 bits, all the kernel reads of these): the call
+    is refused when the test holds."""
+
+    position: int
+    #: "any": refused when the argument has any bit of ``values[0]``; "in": when it is
+    #: one of ``values``; "not in": unless it is one of them.
+    test: str
+    values: tuple[int, ...]
+
+
+class Rule(NamedTuple):
+    """One refused system call: its numbers on x86_64 and aarch64, its errno, why."""
+
+    name: str
+    x86_64: int
+    aarch64: int
+    error: int
+    reason: str
+    when: Arg | None = None
+
+
+EPERM, ENOSYS, EAFNOSUPPORT = errno.EPERM, errno.ENOSYS, errno.EAFNOSUPPORT
+
+RULES: tuple[Rule, ...] = (
+    # the kernel keyring: not namespaced, and bubblewrap gives no session keyring of its own
+    Rule("keyctl", 250, 219, EPERM, "reads, rewrites and links keys of the grader's session"),
+    Rule("add_key", 248, 217, EPERM, "plants keys in the grader's or the sandbox user's keyrings"),
+    Rule("request_key", 249, 218, EPERM, "finds keys by name, may run /sbin/request-key"),
+    # namespaces and mounts: a namespace of its own mounts a tmpfs past the 64 MiB bound
+    Rule("unshare", 272, 97, EPERM, "new user, mount, network... namespaces"),
+    Rule("setns", 308, 268, EPERM, "enters another process's namespaces"),
+    Rule("clone", 56, 220, EPERM, "new namespaces at fork (threads and forks pass)",
+         Arg(0, "any", (CLONE_NEW,))),
+    Rule("clone3", 435, 435, ENOSYS, "flags in memory the filter cannot read: libc falls "
+         "back to clone"),
+    Rule("mount", 165, 40, EPERM, "mounts (a tmpfs of any size, in a namespace of its own)"),
+    Rule("umount2", 166, 39, EPERM, "unmounts what hides the host (the package folders)"),
+    Rule("pivot_root", 155, 41, EPERM, "a root of its own"),
+    Rule("chroot", 161, 51, EPERM, "a root of its own"),
+    Rule("open_tree", 428, 428, EPERM, "the new mount API, as mount"),
+    Rule("move_mount", 429, 429, EPERM, "the new mount API, as mount"),
+    Rule("fsopen", 430, 430, EPERM, "the new mount API, as mount"),
+    Rule("fsconfig", 431, 431, EPERM, "the new mount API, as mount"),
+    Rule("fsmount", 432, 432, EPERM, "the new mount API, as mount"),
+    Rule("fspick", 433, 433, EPERM, "the new mount API, as mount"),
+    Rule("mount_setattr", 442, 442, EPERM, "the new mount API, as mount"),
+    # SysV IPC: shared memory is outside RLIMIT_AS and outlives the worker; without an IPC
+    # namespace the objects are the host's. Refused, not bounded: no per-process bound
+    # exists (the kernel's are per namespace), and no serving.py needs them
+    Rule("shmget", 29, 194, EPERM, "shared memory outside the memory bound"),
+    Rule("shmat", 30, 196, EPERM, "attaches shared memory (the host's, without namespaces)"),
+    Rule("shmctl", 31, 195, EPERM, "changes or removes shared memory"),
+    Rule("msgget", 68, 186, EPERM, "message queues: kernel memory outside the memory bound"),
+    Rule("msgsnd", 69, 189, EPERM, "fills message queues"),
+    Rule("msgrcv", 70, 188, EPERM, "reads message queues (the host's, without namespaces)"),
+    Rule("msgctl", 71, 187, EPERM, "changes or removes message queues"),
+    Rule("semget", 64, 190, EPERM, "semaphore sets, left on the host"),
+    Rule("semop", 65, 193, EPERM, "operates the host's semaphores, without namespaces"),
+    Rule("semtimedop", 220, 192, EPERM, "operates the host's semaphores, without namespaces"),
+    Rule("semctl", 66, 191, EPERM, "changes or removes semaphore sets"),
+    # the network: without a network namespace the host's 127.0.0.1 and the world
+    Rule("socket", 41, 198, EAFNOSUPPORT, "any family but AF_UNIX: TCP, UDP, netlink, raw",
+         Arg(0, "not in", (AF_UNIX,))),
+    Rule("socketpair", 53, 199, EAFNOSUPPORT, "any family but AF_UNIX",
+         Arg(0, "not in", (AF_UNIX,))),
+    # other processes: their memory and descriptors
+    Rule("ptrace", 101, 117, EPERM, "traces processes of its user"),
+    Rule("process_vm_readv", 310, 270, EPERM, "reads another process's memory"),
+    Rule("process_vm_writev", 311, 271, EPERM, "writes another process's memory"),
+    Rule("pidfd_getfd", 438, 438, EPERM, "takes another process's descriptors"),
+    Rule("kcmp", 312, 272, EPERM, "compares other processes' kernel objects"),
+    # the kernel's attack surface, which no serving.py needs
+    Rule("bpf", 321, 280, EPERM, "loads programs into the kernel"),
+    Rule("perf_event_open", 298, 241, EPERM, "performance counters: side channels"),
+    Rule("userfaultfd", 323, 282, EPERM, "stalls the kernel on a page fault: races"),
+    Rule("io_uring_setup", 425, 425, EPERM, "io_uring's operations bypass this filter"),
+    Rule("io_uring_enter", 426, 426, EPERM, "io_uring's operations bypass this filter"),
+    Rule("io_uring_register", 427, 427, EPERM, "io_uring's operations bypass this filter"),
+    Rule("personality", 135, 92, EPERM, "execution domains, ASLR off (Docker's values pass)",
+         Arg(0, "not in", PERSONALITIES)),
+    Rule("ioctl", 16, 29, EPERM, "types into the terminal (TIOCSTI) or drives the console",
+         Arg(1, "in", (TIOCSTI, TIOCLINUX))),
+    # the machine's own state: root's, refused too where the worker is root (runner tests)
+    Rule("kexec_load", 246, 104, EPERM, "replaces the running kernel"),
+    Rule("kexec_file_load", 320, 294, EPERM, "replaces the running kernel"),
+    Rule("init_module", 175, 105, EPERM, "loads kernel modules"),
+    Rule("finit_module", 313, 273, EPERM, "loads kernel modules"),
+    Rule("delete_module", 176, 106, EPERM, "unloads kernel modules"),
+    Rule("reboot", 169, 142, EPERM, "reboots the machine"),
+    Rule("swapon", 167, 224, EPERM, "changes swap"),
+    Rule("swapoff", 168, 225, EPERM, "changes swap"),
+    Rule("acct", 163, 89, EPERM, "process accounting into a file"),
+    Rule("syslog", 103, 116, EPERM, "reads the kernel log (where dmesg is not restricted)"),
+    Rule("open_by_handle_at", 304, 265, EPERM, "opens files past the mount view (shocker)"),
+    Rule("settimeofday", 164, 170, EPERM, "sets the clock"),
+    Rule("clock_settime", 227, 112, EPERM, "sets the clock"),
+)
+
+
+class Architecture(NamedTuple):
+    """An architecture the table has numbers for."""
+
+    name: str
+    #: The kernel's AUDIT_ARCH_* value, which seccomp_data.arch holds for this ABI.
+    audit: int
+    #: Syscall numbers at or above this belong to another ABI on the same arch (x32).
+    foreign_from: int | None
+
+
+ARCHITECTURES = {
+    "x86_64": Architecture("x86_64", 0xC000003E, 0x40000000),  # EM_X86_64 | 64-bit | LE
+    "aarch64": Architecture("aarch64", 0xC00000B7, None),  # EM_AARCH64 | 64-bit | LE
+}
+#: What ``uname -m`` may say for each.
+MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+# seccomp(2) and prctl(2)
+SECCOMP_RET_KILL_PROCESS = 0x80000000  # before Linux 4.14: read as KILL (the thread)
+SECCOMP_RET_ERRNO = 0x00050000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+#: The kernel's limit on one filter's instructions (BPF_MAXINSNS).
+MAX_INSTRUCTIONS = 4096
+# classic BPF opcodes
+LOAD = 0x20  # BPF_LD | BPF_W | BPF_ABS: a 32-bit word of seccomp_data
+JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+JGE = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+RETURN = 0x06  # BPF_RET | BPF_K
+# offsets in struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6];}
+NR, ARCH, ARGS = 0, 4, 16
+
+
+def unavailable() -> str | None:
+    """None when :func:`install` can filter this process, else why not (not Linux, or no
+    syscall numbers for this architecture or ABI)."""
+    if not sys.platform.startswith("linux"):
+        return "the syscall filter needs Linux (seccomp)"
+    if current_architecture() is None:
+        return (f"no syscall table for this architecture ({os.uname().machine}, "
+                f"{struct.calcsize('P') * 8}-bit {sys.byteorder}-endian Python)")
+    return None
+
+
+def current_architecture() -> Architecture | None:
+    """The table's architecture of this interpreter (a 64-bit little-endian one)."""
+    name = MACHINES.get(os.uname().machine)
+    if name is None or struct.calcsize("P") != 8 or sys.byteorder != "little":
+        return None
+    return ARCHITECTURES[name]
+
+
+def instruction(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    """One ``struct sock_filter``."""
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def _errno(error: int) -> int:
+    return SECCOMP_RET_ERRNO | (error & 0xFFFF)
+
+
+def _argument_test(rule: Rule, when: Arg) -> list[bytes]:
+    """The instructions after a match of ``rule``'s number: load the argument, return."""
+    refuse = instruction(RETURN, _errno(rule.error))
+    allow = instruction(RETURN, SECCOMP_RET_ALLOW)
+    load = instruction(LOAD, ARGS + 8 * when.position)  # the low half: little-endian
+    count = len(when.values)
+    if when.test == "any":
+        return [load, instruction(JSET, when.values[0], 0, 1), refuse, allow]
+    if when.test == "not in":  # each match jumps to allow, past the refusal
+        return [load, *(instruction(JEQ, value, count - i, 0)
+                        for i, value in enumerate(when.values)), refuse, allow]
+    if when.test == "in":  # each match jumps to the refusal, past allow
+        return [load, *(instruction(JEQ, value, count - i, 0)
+                        for i, value in enumerate(when.values)), allow, refuse]
+    raise ValueError(f"unknown argument test {when.test!r} in the rule for {rule.name}")
+
+
+def program(architecture: Architecture) -> bytes:
+    """The filter for ``architecture``: a foreign ABI is killed, each rule's call refused
+    with its errno (when its argument test holds), everything else allowed."""
+    kill = instruction(RETURN, SECCOMP_RET_KILL_PROCESS)
+    code = [instruction(LOAD, ARCH), instruction(JEQ, architecture.audit, 1, 0), kill,
+            instruction(LOAD, NR)]
+    if architecture.foreign_from is not None:
+        code += [instruction(JGE, architecture.foreign_from, 0, 1), kill]
+    for rule in RULES:
+        number = getattr(rule, architecture.name)
+        if rule.when is None:
+            code += [instruction(JEQ, number, 0, 1), instruction(RETURN, _errno(rule.error))]
+        else:
+            body = _argument_test(rule, rule.when)
+            # the body ends in returns, so the accumulator it loads never reaches a later rule
+            code += [instruction(JEQ, number, 0, len(body)), *body]
+    code.append(instruction(RETURN, SECCOMP_RET_ALLOW))
+    if len(code) > MAX_INSTRUCTIONS:
+        raise ValueError(f"the syscall filter has {len(code)} instructions, more than the "
+                         f"kernel's {MAX_INSTRUCTIONS}")
+    return b"".join(code)
+
+
+def install() -> None:
+    """Set no_new_privs and install the filter on this process (and every thread and child
+    it starts later): call it while the process has one thread. Raises OSError, saying
+    which step failed, where it cannot."""
+    reason = unavailable()
+    architecture = current_architecture()
+    if reason is not None or architecture is None:
+        raise OSError(errno.ENOSYS, reason or "no syscall table")
+    import ctypes  # here only: the grader imports this module too
+
+    code = program(architecture)
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+    prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong)
+    prctl.restype = ctypes.c_int
+    if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
+    instructions = ctypes.create_string_buffer(code, len(code))
+    fprog = SockFprog(len(code) // 8, ctypes.addressof(instructions))
+    if prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl(PR_SET_SECCOMP): {os.strerror(error)}")
