@@ -42,6 +42,8 @@ from helpers import CORPUS, CORPUS_EXPECTED, REPO, load
 NOT_RUN = {
     "python3 tasks.py test": "it runs this test suite, this test included",
     ".venv/bin/python bench/run.py": "the benchmark: about 12 minutes, never part of the tests",
+    "marimo edit lab.py": "an interactive notebook server, open until its user stops it; "
+                          "tests/export/test_notebook.py runs the notebook headless",
 }
 GUIDE = REPO / "docs" / "instructor-guide.md"
 STUDENT_README = REPO / "graders" / "export" / "templates" / "student_README.md"
