@@ -74,7 +74,9 @@ def test_right_answers_held_back_are_not_called_failed_and_the_case_to_fix_is_na
         "transformer_state_gb must first be right on a case that needs a real "
         "computation, such as case '256 tokens at 1 bytes' [[]cloud_fleet[]]: value "
         "expected 0.33554, got 0.16777; until then *"])
-    assert result.stdout.str().count("transformer_state_gb must first be right") == 1
+    feedback = result.stdout.str().split("serving-lab feedback", 1)[1].split(
+        "serving-lab score", 1)[0]  # pytest's own short summary repeats each test's reason
+    assert feedback.count("transformer_state_gb must first be right") == 1
     result.stdout.fnmatch_lines(["transformer_state_gb matches * [[]cloud_fleet[]]: 10 of 10 "
                                  "cases failed (tolerance *)"])
     result.stdout.no_fnmatch_line("*iphone*: * cases failed*")
