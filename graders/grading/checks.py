@@ -281,12 +281,11 @@ def root_cause(function: str, wrong: Callable[[str], bool],
     blame on its dependencies), and an unwritten culprit is called so, never wrong."""
     if unwritten(function):
         return None
-    chain = [function]
+    chain = [function, *callees(function)]
     culprit = None
-    while DEPENDS_ON.get(chain[-1]):
-        chain.append(DEPENDS_ON[chain[-1]][0])
-        if wrong(chain[-1]):
-            culprit = len(chain)
+    for length, callee in enumerate(chain[1:], start=2):
+        if wrong(callee):
+            culprit = length
     if culprit is None:
         return None
     uses = ", which uses your ".join(chain[1:culprit])

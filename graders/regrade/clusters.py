@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from graders.grading.checks import DEPENDS_ON
+from graders.grading.checks import callees
 from graders.grading.mistakes import Mistake, parameter_names
 from graders.regrade.report import GradedSubmission, function_of, track_of
 
@@ -219,9 +219,9 @@ def _label(found: Cluster, catalogue: Sequence[Mistake]) -> tuple[str, str]:
     for mistake in catalogue:
         if matches(mistake, found.function, kept):
             return mistake.id, mistake.label
-    callees = _callees(found.function)
+    called = callees(found.function)
     for mistake in catalogue:
-        if mistake.function in callees and mistake.error and matches(
+        if mistake.function in called and mistake.error and matches(
                 replace(mistake, function=found.function), found.function, kept):
             return "", f"knock-on of {mistake.label} (in {mistake.function})"
     root = _ROOT_CAUSE.search(found.hint)
@@ -234,11 +234,3 @@ def _label(found: Cluster, catalogue: Sequence[Mistake]) -> tuple[str, str]:
 
 
 _ROOT_CAUSE = re.compile(r"^your \w+ uses your .*: fix (\w+) first$")
-
-
-def _callees(function: str) -> list[str]:
-    """The contract functions ``function`` calls, directly or not (per the lab)."""
-    chain = [function]
-    while DEPENDS_ON.get(chain[-1]):
-        chain.append(DEPENDS_ON[chain[-1]][0])
-    return chain[1:]
