@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import json
 import math
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -21,6 +21,7 @@ from graders.grading.credit import (
     trivial_refusal,
 )
 from graders.grading.diagnosis import (
+    DERIVATIONS,
     Diagnosis,
     base_field,
     case_inputs,
@@ -203,12 +204,14 @@ def _kept_value(value: Any) -> Any:
     return type_name(value)[:MAX_KEPT_CHARS]
 
 
-def kept_case(case: Case, outcome: CallOutcome, differences: Iterable[Difference]
-              ) -> dict[str, Any]:
+def kept_case(case: Case, outcome: CallOutcome, differences: Iterable[Difference],
+              expected: Any = None) -> dict[str, Any]:
     """A failed case as plain data for the class report: its id, its numeric inputs
     (positional ones as ``arg0``, ``arg1``, ...), and either each wrong field's
     ``[expected, got]`` (the first :data:`MAX_FIELDS_KEPT`) or the error (an exception's
-    name, or how the call failed)."""
+    name, or how the call failed); with them, as ``sources``, the reference's values of the
+    right fields a wrong one is computed from (see :data:`DERIVATIONS`), which a
+    catalogue entry may use (the warm pool dropped from the exposed latency)."""
     inputs = {f"arg{index}": value for index, value in enumerate(case.args)}
     inputs.update(case.kwargs)
     kept: dict[str, Any] = {
@@ -223,7 +226,23 @@ def kept_case(case: Case, outcome: CallOutcome, differences: Iterable[Difference
     else:
         kept["fields"] = {d.field: [_kept_value(d.expected), _kept_value(d.actual)]
                           for d in list(differences)[:MAX_FIELDS_KEPT]}
+        sources = _sources(case.function, kept["fields"], expected)
+        if sources:
+            kept["sources"] = sources
     return kept
+
+
+def _sources(function: str, wrong: Iterable[str], expected: Any) -> dict[str, Any]:
+    """The reference's numeric values of the fields the ``wrong`` ones are computed from,
+    but for the wrong ones themselves."""
+    if not isinstance(expected, Mapping):
+        return {}
+    names = {base_field(name) for name in wrong}
+    table = DERIVATIONS.get(function, {})
+    return {source: _kept_value(expected[source]) for name in sorted(names)
+            for derivation in table.get(name, ()) for source in derivation.sources
+            if source not in names and isinstance(expected.get(source), int | float)
+            and not isinstance(expected.get(source), bool)}
 
 
 def missed_case(case: Case, outcome: CallOutcome, differences: list[Difference]) -> str:
@@ -425,7 +444,7 @@ class Grading:
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
             return True, None
-        self._keep(case, outcome, differences)
+        self._keep(case, outcome, differences, expected)
         first = differences[0]
         self._first_problem = self._first_problem or (
             f"{first.field} expected {_short_number(first.expected)}, "
@@ -434,13 +453,13 @@ class Grading:
                              expected, outcome.value, [d.field for d in differences])
         return False, (heading, "", case.function, list(differences), diagnosis)
 
-    def _keep(self, case: Case, outcome: CallOutcome, differences: Iterable[Difference]
-              ) -> None:
+    def _keep(self, case: Case, outcome: CallOutcome, differences: Iterable[Difference],
+              expected: Any = None) -> None:
         """Keep a failed case's values for the class report. Of a hidden case only the
         name of the error it raised is kept: its inputs and expected values stay here."""
         if len(self.tally.kept) >= MAX_CASES_KEPT:
             return
-        kept = kept_case(case, outcome, differences)
+        kept = kept_case(case, outcome, differences, expected)
         if not self._hidden:
             self.tally.kept.append(kept)
         elif "error" in kept:

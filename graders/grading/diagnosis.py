@@ -222,8 +222,14 @@ def case_inputs(function: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 
 
 def _numbers(values: Mapping[str, Any]) -> dict[str, float]:
-    return {name: float(value) for name, value in values.items()
-            if isinstance(value, int | float) and not isinstance(value, bool)}
+    numbers: dict[str, float] = {}
+    for name, value in values.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            try:
+                numbers[name] = float(value)
+            except OverflowError:  # an int too large for a float names nothing
+                continue
+    return numbers
 
 
 def base_field(name: str) -> str:
@@ -292,20 +298,30 @@ def _contradicted(function: str, name: str, own: Mapping[str, Any],
                for derivation in DERIVATIONS.get(function, {}).get(name, ()))
 
 
-def mistake_for(function: str, name: str, expected: Any, got: Any,
-                inputs: Mapping[str, Any], mistakes: Iterable[Mistake] | None = None
-                ) -> Mistake | None:
-    """The first catalogued mistake with a hint that fits the student's value of ``name``."""
+def fitting_mistakes(function: str, name: str, expected: Any, got: Any,
+                     inputs: Mapping[str, Any], mistakes: Iterable[Mistake] | None = None
+                     ) -> list[Mistake]:
+    """Every catalogued mistake of ``function`` that fits the student's value of ``name``
+    (``expected`` and ``got``: the reference's and the student's whole answers, or the
+    values themselves), in catalogue order. The one matcher of the feedback and of the
+    class page's clusters (:mod:`graders.regrade.clusters`)."""
     value = expected.get(name) if isinstance(expected, Mapping) else expected
     answer = got.get(name) if isinstance(got, Mapping) else got
     fields = expected if isinstance(expected, Mapping) else None
     numbers = _numbers(inputs)
-    for mistake in catalogue() if mistakes is None else mistakes:
-        if mistake.function == function and not mistake.error and mistake.hint \
-                and (mistake.field or "value") == name \
-                and mistake.agrees(value, answer, numbers, fields):
-            return mistake
-    return None
+    return [mistake for mistake in (catalogue() if mistakes is None else mistakes)
+            if mistake.function == function and not mistake.error
+            and (mistake.field or "value") == name
+            and mistake.agrees(value, answer, numbers, fields)]
+
+
+def mistake_for(function: str, name: str, expected: Any, got: Any,
+                inputs: Mapping[str, Any], mistakes: Iterable[Mistake] | None = None
+                ) -> Mistake | None:
+    """The first catalogued mistake with a hint that fits the student's value of ``name``."""
+    return next((mistake for mistake in fitting_mistakes(function, name, expected, got,
+                                                         inputs, mistakes) if mistake.hint),
+                None)
 
 
 def diagnose(function: str, inputs: Mapping[str, Any], expected: Any, got: Any,

@@ -155,7 +155,10 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int too large for a float fits no expression
+            return None
     if value in ("inf", "-inf"):
         return float(value)
     return None

@@ -95,7 +95,12 @@ def _distribution(report: Mapping[str, Any]) -> list[str]:
     note = ("Blue bars are graded scores. Submissions that were not graded (the grader "
             "failed, timed out, or found no serving.py) are drawn apart, never as a 0."
             if apart else "Every submission was graded.")
-    return ["<h2>Score distribution</h2>", *svg, f"<p class=\"muted\">{note}</p>"]
+    ranges = ", ".join(f"{low:g}\u2013{high:g}" for low, high in zip(edges, edges[1:],
+                                                                      strict=False))
+    stated = (f'<p class="muted" id="bins">Bins (points): {for_html(ranges)}, the last one '
+              "closed. They fit the class: a bin holding more than a third of the scores is "
+              "halved (finer where most scores are), and empty ranges are one bin.</p>")
+    return ["<h2>Score distribution</h2>", *svg, f"<p class=\"muted\">{note}</p>", stated]
 
 
 def _colour(rate: float) -> str:
@@ -128,39 +133,69 @@ def _heatmap(heatmap: Mapping[str, Any]) -> list[str]:
 
 def _clusters(clusters: Sequence[Mapping[str, Any]], graded: int, *, names: bool
               ) -> list[str]:
-    parts = ["<h2>Mistake clusters</h2>",
-             '<p class="muted">Per function, the submissions whose wrong answers have the '
-             "same signature, largest first; a known mistake is named.</p>"]
+    parts = ["<h2>Mistakes by cause</h2>",
+             '<p class="muted">Each cluster is one cause: the submissions that show it, most '
+             "first, named after the known mistakes it fits. A wrong function that breaks "
+             "the functions calling it lists them inside its cluster (a knock-on is never a "
+             "mistake of its own), and every submission with functions not implemented yet "
+             "is in one cluster. A submission with two bugs is counted in both.</p>"]
     if not clusters:
         return [*parts, "<p>No function was failed by any graded submission.</p>"]
     parts.append('<div id="clusters">')
     for rank, cluster in enumerate(clusters, start=1):
-        label = (f'<span class="label">{for_html(cluster["label"])}</span>'
-                 if cluster["label"] else '<span class="unknown">not in the catalogue</span>')
-        representative = for_html(cluster["representative"])
-        page = cluster.get("representative_page")
-        if names and page:
-            representative = f'<a href="{for_html(page)}">{representative}</a>'
-        parts += [
-            f'<section class="cluster" data-function="{for_html(cluster["function"])}" '
-            f'data-count="{cluster["submissions"]}" '
-            f'data-mistake="{for_html(cluster["mistake"])}">',
-            f"<h3>{rank}. {for_html(cluster['function'])}: {label}</h3>",
-            f"<p><b>{cluster['submissions']}</b> submission"
-            f"{'s' if cluster['submissions'] != 1 else ''} "
-            f"({cluster['share']:.0%} of {graded} graded); tracks: "
-            f"{for_html(', '.join(cluster['tracks']) or 'none')}; "
-            f"{len(cluster['tests'])} failed test(s).</p>",
-            f"<p>First failing case: <code>{for_html(cluster['first_case'])}</code></p>",
-            *([f"<p>Hint: {for_html(cluster['hint'])}</p>"] if cluster["hint"] else []),
-            f"<p>Representative: {representative}</p>",
-        ]
-        if names and cluster.get("members"):
-            parts.append("<details><summary>All submissions</summary><p>"
-                         + ", ".join(for_html(m) for m in cluster["members"])
-                         + "</p></details>")
-        parts.append("</section>")
+        parts += _cluster(rank, cluster, graded, names=names)
     parts.append("</div>")
+    return parts
+
+
+def _cluster(rank: int, cluster: Mapping[str, Any], graded: int, *, names: bool
+             ) -> list[str]:
+    labels = cluster.get("labels") or ([cluster["label"]] if cluster["label"] else [])
+    label = (" or ".join(f'<span class="label">{for_html(text)}</span>' for text in labels)
+             if labels else '<span class="unknown">not in the catalogue</span>')
+    started = cluster.get("not_started")
+    where = "not started" if started is not None else cluster["function"]
+    representative = for_html(cluster["representative"])
+    page = cluster.get("representative_page")
+    if names and page:
+        representative = f'<a href="{for_html(page)}">{representative}</a>'
+    count = cluster["submissions"]
+    parts = [
+        f'<section class="cluster" data-function="{for_html(cluster["function"])}" '
+        f'data-count="{count}" data-mistake="{for_html(cluster["mistake"])}" '
+        f'data-mistakes="{for_html(" ".join(cluster.get("mistakes", [])))}">',
+        f"<h3>{rank}. {for_html(where)}: {label}</h3>",
+        f"<p><b>{count}</b> submission{'s' if count != 1 else ''} "
+        f"({cluster['share']:.0%} of {graded} graded); tracks: "
+        f"{for_html(', '.join(cluster['tracks']) or 'none')}; "
+        f"{len(cluster['tests'])} failed test(s).</p>",
+        f"<p>First failing case: <code>{for_html(cluster['first_case'])}</code></p>",
+        *([f"<p>Hint: {for_html(cluster['hint'])}</p>"] if cluster["hint"] else []),
+    ]
+    if cluster.get("breaks"):
+        parts.append('<ul class="breaks">')
+        for broken in cluster["breaks"]:
+            many = broken["submissions"]
+            who = (": " + ", ".join(for_html(m) for m in broken["members"])
+                   if names and broken.get("members") else "")
+            parts.append(f'<li data-function="{for_html(broken["function"])}" '
+                         f'data-count="{many}">also breaks '
+                         f"<b>{for_html(broken['function'])}</b> in "
+                         f"{'these' if many != 1 else 'this'} {many} submission"
+                         f"{'s' if many != 1 else ''}{who} (a knock-on: it calls "
+                         f"{'a function not implemented yet' if started is not None else for_html(where)})</li>")
+        parts.append("</ul>")
+    if started is not None:
+        parts.append('<table class="not-started">')
+        parts += [f"<tr><td>{for_html(row['submission'])}</td><td>not started: "
+                  f"{for_html(', '.join(row['functions']))}</td></tr>" for row in started]
+        parts.append("</table>")
+    parts.append(f"<p>Representative: {representative}</p>")
+    if names and cluster.get("members"):
+        parts.append("<details><summary>All submissions</summary><p>"
+                     + ", ".join(for_html(m) for m in cluster["members"])
+                     + "</p></details>")
+    parts.append("</section>")
     return parts
 
 

@@ -50,9 +50,15 @@ def page_link(ident: str) -> str:
 def cluster_rows(clusters: Sequence[Cluster], graded: int, *, key: bytes, names: bool,
                  pages: set[str]) -> list[dict[str, Any]]:
     """The clusters as plain JSON, largest first: counts, share, where, the first failing
-    case, the hint, the catalogued mistake, and one representative (its name and page
-    only with ``names``; then every member too)."""
+    case, the hint, the catalogued mistakes (``mistake`` and ``label``: the first id and
+    every label), the functions it breaks too (``breaks``), the functions not started
+    (``not_started``, of the "not implemented yet" cluster), and one representative (its
+    name and page only with ``names``; then every member too)."""
     rows = []
+
+    def shown(ident: str) -> str:
+        return escape_controls(ident) if names else anonymous_label(key, ident)
+
     for cluster in clusters:
         first = cluster.representative
         row: dict[str, Any] = {
@@ -65,8 +71,16 @@ def cluster_rows(clusters: Sequence[Cluster], graded: int, *, key: bytes, names:
             "hint": escape_controls(cluster.hint),
             "mistake": cluster.mistake,
             "label": cluster.label,
-            "representative": escape_controls(first) if names else anonymous_label(key, first),
+            "mistakes": list(cluster.mistakes),
+            "labels": list(cluster.labels),
+            "breaks": [{"function": function, "submissions": len(members),
+                        **({"members": [shown(m) for m in members]} if names else {})}
+                       for function, members in cluster.breaks.items()],
+            "representative": shown(first),
         }
+        if cluster.not_started:
+            row["not_started"] = [{"submission": shown(member), "functions": functions}
+                                  for member, functions in cluster.not_started.items()]
         if names:
             row["members"] = [escape_controls(member) for member in cluster.members]
             if first in pages:

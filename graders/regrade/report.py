@@ -3,6 +3,7 @@ rate, the score distribution and the most common failure messages. Pure function
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import math
 import re
@@ -329,6 +330,46 @@ def histogram(scores: Sequence[float], maximum: float | None, bins: int = HISTOG
     return edges, counts
 
 
+#: A bin of the class histogram is halved while it holds more than this share of the
+#: scores (and more than :data:`CROWDED_MIN` of them), down to 1/80 of the maximum.
+CROWDED_SHARE = 1 / 3
+CROWDED_MIN = 3
+FINEST = 80
+
+
+def class_bins(scores: Sequence[float], maximum: float | None
+               ) -> tuple[list[float], list[int]]:
+    """Bins that fit the class: :data:`HISTOGRAM_BINS` equal bins over [0, maximum],
+    each crowded one halved (finer where most scores are, e.g. near the top), then each run
+    of empty bins merged into one: edges and counts."""
+    edges, _ = histogram(scores, maximum)
+    top = edges[-1]
+    crowded = max(CROWDED_MIN, len(scores) * CROWDED_SHARE)
+    while True:
+        counts = _counts(scores, edges)
+        split = [index for index, count in enumerate(counts) if count > crowded
+                 and edges[index + 1] - edges[index] > top / FINEST * 1.5]
+        if not split:
+            break
+        for index in reversed(split):
+            edges.insert(index + 1, round((edges[index] + edges[index + 1]) / 2, 6))
+    kept = [edges[0]]
+    for index, count in enumerate(counts):
+        if count or index == 0 or counts[index - 1]:
+            kept.append(edges[index + 1])
+        else:
+            kept[-1] = edges[index + 1]
+    return kept, _counts(scores, kept)
+
+
+def _counts(scores: Sequence[float], edges: Sequence[float]) -> list[int]:
+    """How many ``scores`` fall in each bin of ``edges`` (the last one closed)."""
+    counts = [0] * (len(edges) - 1)
+    for score in scores:
+        counts[min(max(bisect.bisect_right(edges, score) - 1, 0), len(counts) - 1)] += 1
+    return counts
+
+
 def heatmap(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
     """Pass rates by function and track: the share of graded submissions with full marks
     on every test of that function and track ("" is the tests without a track)."""
@@ -366,7 +407,7 @@ def class_report(entries: Sequence[GradedSubmission]) -> dict[str, Any]:
     graded = [entry for entry in entries if entry.graded]
     scores = [entry.score for entry in graded]
     maximum = max_score(entries)
-    edges, counts = histogram(scores, maximum)
+    edges, counts = class_bins(scores, maximum)
     functions: dict[str, list[float]] = defaultdict(list)
     function_max: dict[str, float] = defaultdict(float)
     for entry in graded[:1]:
@@ -457,20 +498,40 @@ def markdown(report: Mapping[str, Any], *, histogram_file: str | None = None) ->
               f"{_cell(', '.join(row['functions']))} | {len(row['tests'])} |"
               for row in report["failures"]]
     if report.get("clusters"):
-        lines += ["", "## Mistake clusters", "",
-                  "Submissions with the same wrong answers in one function, largest first "
-                  "(see class.html).", "",
-                  "| submissions | share | function | known mistake | hint | representative |",
-                  "|---|---|---|---|---|---|"]
-        lines += [f"| {row['submissions']} | {row['share']:.0%} | {_cell(row['function'])} | "
-                  f"{_cell(row['label'] or '-')} | {_student_cell(row['hint'])} | "
-                  f"{_student_cell(row['representative'])} |" for row in report["clusters"]]
+        lines += _cluster_lines(report["clusters"])
     if report["not_graded"]:
         lines += ["", "## Not graded", "", "| submission | status | reason |", "|---|---|---|"]
         lines += [f"| {_student_cell(row['submission'])} | {_cell(row['status'])} | "
                   f"{_student_cell(row['reason'])} |"
                   for row in report["not_graded"]]
     return "\n".join(lines) + "\n"
+
+
+def _cluster_lines(clusters: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The mistake clusters, by cause (see class.html): a table, then what each cause
+    breaks too and the submissions not started."""
+    lines = ["", "## Mistake clusters", "",
+             "One cause per cluster, most submissions first (see class.html); a submission "
+             "with two bugs is counted in both.", "",
+             "| submissions | share | function | known mistake | hint | representative |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {row['submissions']} | {row['share']:.0%} | "
+              f"{_cell(row['function'] or 'not started')} | "
+              f"{_cell(row['label'] or '-')} | {_student_cell(row['hint'])} | "
+              f"{_student_cell(row['representative'])} |" for row in clusters]
+    knock_ons = [f"- cluster {rank} ({_cell(row['function'] or 'not started')}) also breaks "
+                 f"{_cell(broken['function'])} in {broken['submissions']} submission"
+                 f"{'s' if broken['submissions'] != 1 else ''}"
+                 for rank, row in enumerate(clusters, start=1)
+                 for broken in row.get("breaks", [])]
+    if knock_ons:
+        lines += ["", "Knock-ons (never clusters of their own):", "", *knock_ons]
+    started = [f"- {_student_cell(item['submission'])}: not started: "
+               f"{_cell(', '.join(item['functions']))}"
+               for row in clusters for item in row.get("not_started", [])]
+    if started:
+        lines += ["", "Not implemented yet:", "", *started]
+    return lines
 
 
 def _cell(text: str) -> str:

@@ -93,6 +93,8 @@ MUTANTS: dict[str, str | tuple[str, str]] = {
     "erlang-c-textbook": "erlang_c_textbook",
     "erlang-c-overload-zero": "erlang_c_overload_zero",
     "warm-pool-ignored": "warm_pool_ignored",
+    "warm-pool-not-applied": ("exposed = profile.service_ms + cold * (1 - protected)",
+                              "exposed = profile.service_ms + cold"),
     "passes-floor": "passes_floor",
     "quantity-zero-on-failure": "quantity_zero_on_failure",
     "passes-floor-values": "passes_floor",

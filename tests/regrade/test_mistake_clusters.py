@@ -139,7 +139,8 @@ def test_report_json_holds_the_clusters_without_names_unless_asked(tmp_path: Pat
         "tracks": ["iphone", "robotaxi"],
         "tests": ["batching_tax matches [iphone]", "batching_tax matches [robotaxi]"],
         "first_case": found[0].first_case, "hint": "8 % more per doubling of the batch",
-        "mistake": "natural-log", "label": found[0].label,
+        "mistake": "natural-log", "label": found[0].label, "mistakes": ["natural-log"],
+        "labels": [found[0].label], "breaks": [],
         "representative": anonymous_label(key, "ann")}
     text = json.dumps(anonymous)
     assert all(f'"{name}"' not in text for name in ("ann", "ben", "cat", "dan", "eve"))
