@@ -180,6 +180,10 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
     regrade.add_argument("--mistakes", metavar="FILE",
                          help="a TOML catalogue of your course's known mistakes, tried before "
                               "the grader's own (format: docs/instructor-guide.md)")
+    regrade.add_argument("--compare", metavar="DIR",
+                         help="compare with the run in DIR (an earlier --out), not with the "
+                              "previous run in OUT: changes.csv and the class page's "
+                              "\"What changed\" say who moves, from what to what, and why")
     regrade.add_argument("--due", metavar="TIME",
                          help="the due date, e.g. '2024-03-01 23:59 -08:00', for the late "
                               "columns of grades.csv when the metadata has none")

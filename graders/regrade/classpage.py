@@ -54,6 +54,8 @@ def build_class_page(report: Mapping[str, Any], *, names: bool) -> str:
         parts.append(f" Mean {scores['mean']:.2f}, median {scores['median']:.2f}; "
                      f"{scores['full_marks']} with full marks.")
     parts.append("</p>")
+    if "changes" in report:
+        parts += _changes(report["changes"])
     parts += _distribution(report)
     parts += _heatmap(report.get("heatmap", {}))
     parts += _clusters(report.get("clusters", []), graded, names=names)
@@ -65,6 +67,45 @@ def build_class_page(report: Mapping[str, Any], *, names: bool) -> str:
                      "and links to each student's page.</p>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _changes(changes: Mapping[str, Any]) -> list[str]:
+    """What this regrade changed against the run it compares with (see
+    :mod:`graders.regrade.changes`)."""
+    parts = ['<section id="changes">', "<h2>What changed</h2>"]
+    before = changes.get("compared_with")
+    if not before:
+        return [*parts, '<p class="muted">Nothing to compare with: no earlier run in this '
+                "folder. A regrade compares itself with the previous run in its output "
+                "folder, or with <code>--compare DIR</code>.</p>", "</section>"]
+    moves = changes["moves"]
+    parts.append(f"<p>Compared with the run in <code>{for_html(before['folder'])}</code> "
+                 f"finished {for_html(before['finished_at'])}: <b>{len(moves)}</b> "
+                 f"submission{'s' if len(moves) != 1 else ''} changed.</p>")
+    settings = changes.get("settings", [])
+    parts.append("<p>Settings that differ: " + (", ".join(
+        f"<code>{for_html(line)}</code>" for line in settings) or "none") + ".</p>")
+    if not moves:
+        return [*parts, "</section>"]
+    parts.append('<table id="moves"><tr><th>submission</th><th>from</th><th>to</th>'
+                 "<th>change</th><th>tests that flipped</th><th>why</th></tr>")
+    for move in moves:
+        flips = "<br>".join(f"{for_html(flip['test'])}: {for_html(flip['before'])} \u2192 "
+                            f"{for_html(flip['after'])}" for flip in move["tests_flipped"])
+        change = move["change"]
+        parts.append(
+            f'<tr data-submission="{for_html(move["submission"])}">'
+            f"<td>{for_html(move['submission'])}</td>"
+            f"<td>{_moved(move['score_before'], move['status_before'])}</td>"
+            f"<td>{_moved(move['score_after'], move['status_after'])}</td>"
+            f"<td>{'' if change is None else f'{change:+.2f}'}</td><td>{flips}</td>"
+            f"<td>{for_html('; '.join(move['why']))}</td></tr>")
+    parts += ["</table>", "</section>"]
+    return parts
+
+
+def _moved(score: float | None, status: str) -> str:
+    return for_html(status) if score is None else f"{score:.2f}"
 
 
 def _distribution(report: Mapping[str, Any]) -> list[str]:
@@ -166,13 +207,15 @@ def _cluster(rank: int, cluster: Mapping[str, Any], graded: int, *, names: bool
         f'data-mistakes="{for_html(" ".join(cluster.get("mistakes", [])))}">',
         f"<h3>{rank}. {for_html(where)}: {label}</h3>",
         f"<p><b>{count}</b> submission{'s' if count != 1 else ''} "
-        f"({cluster['share']:.0%} of {graded} graded); tracks: "
-        f"{for_html(', '.join(cluster['tracks']) or 'none')}; "
-        f"{len(cluster['tests'])} failed test(s).</p>",
+        f"({cluster['share']:.0%} of {graded} graded)"
+        + ("." if started is not None else
+           f"; tracks: {for_html(', '.join(cluster['tracks']) or 'none')}; "
+           f"{len(cluster['tests'])} failed test(s).") + "</p>",
         f"<p>First failing case: <code>{for_html(cluster['first_case'])}</code></p>",
         *([f"<p>Hint: {for_html(cluster['hint'])}</p>"] if cluster["hint"] else []),
     ]
     if cluster.get("breaks"):
+        callee = "a function not implemented yet" if started is not None else for_html(where)
         parts.append('<ul class="breaks">')
         for broken in cluster["breaks"]:
             many = broken["submissions"]
@@ -183,7 +226,7 @@ def _cluster(rank: int, cluster: Mapping[str, Any], graded: int, *, names: bool
                          f"<b>{for_html(broken['function'])}</b> in "
                          f"{'these' if many != 1 else 'this'} {many} submission"
                          f"{'s' if many != 1 else ''}{who} (a knock-on: it calls "
-                         f"{'a function not implemented yet' if started is not None else for_html(where)})</li>")
+                         f"{callee})</li>")
         parts.append("</ul>")
     if started is not None:
         parts.append('<table class="not-started">')

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from graders.escaping import escape_controls
+from graders.regrade.changes import Move
 from graders.regrade.clusters import Cluster
 from graders.regrade.job import PAGE_NAME
 from graders.regrade.report import SCORED, GradedSubmission
@@ -105,6 +106,18 @@ def pages_written(out: Path, entries: Sequence[GradedSubmission]) -> set[str]:
     """The submissions whose page the regrade wrote."""
     return {entry.id for entry in entries
             if (out / "submissions" / entry.id / PAGE_NAME).is_file()}
+
+
+def change_rows(moves: Sequence[Move], *, key: bytes, names: bool) -> list[dict[str, Any]]:
+    """The submissions a regrade moved, as plain JSON: who (a name only with ``names``),
+    from and to, the tests that flipped, and why."""
+    return [{"submission": escape_controls(move.submission) if names
+             else anonymous_label(key, move.submission),
+             "status_before": move.before_status, "status_after": move.after_status,
+             "score_before": move.before, "score_after": move.after, "change": move.change,
+             "tests_flipped": [{"test": escape_controls(flip.name), "before": flip.before,
+                                "after": flip.after} for flip in move.flips],
+             "why": list(move.reasons)} for move in moves]
 
 
 def with_classes(report: Mapping[str, Any], clusters: list[dict[str, Any]],

@@ -295,14 +295,14 @@ def named_causes(function: str, tests: Sequence[Mapping[str, Any]],
             return None
         found(fits, [(test, case, "") for test, case in errors])
     for name, shown in _root_fields(function, kept).items():
-        fits = None
+        named: list[Mistake] | None = None
         for _, case, _ in shown:
             expected, got, inputs = _case_values(function, case)
             fitting = fitting_mistakes(function, name, expected, got, inputs, catalogue)
-            fits = fitting if fits is None else [m for m in fits if m in fitting]
-        if not fits:
+            named = fitting if named is None else [m for m in named if m in fitting]
+        if not named:
             return None
-        found(fits, shown)
+        found(named, shown)
     return list(causes.values()) or None
 
 

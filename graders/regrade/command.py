@@ -33,7 +33,7 @@ from types import FrameType
 from typing import Any
 
 from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
-from graders.escaping import for_terminal
+from graders.escaping import escape_controls, for_terminal
 from graders.grading.mistakes import Mistake, load_catalogue
 from graders.plugin.settings import (
     flag_value,
@@ -41,8 +41,19 @@ from graders.plugin.settings import (
     grade_flag,
     read_secret,
 )
+from graders.regrade.changes import (
+    CHANGES_NAME,
+    RUN_NAME,
+    changes_table,
+    compare,
+    read_run,
+    run_record,
+    run_settings,
+    setting_changes,
+)
 from graders.regrade.classpage import PAGE_NAME, build_class_page
 from graders.regrade.classview import (
+    change_rows,
     cluster_rows,
     label_key,
     pages_written,
@@ -125,6 +136,7 @@ def run_regrade(args: argparse.Namespace) -> int:
         raise SubmissionError(f"no submissions in {str(root)!r}: expected a folder per "
                               "submission (e.g. a Gradescope export) or *.py files")
     check_output_folder(out, "--out", allow_link=False)
+    baseline = _baseline(out, args.compare)  # read before any grading rewrites OUT
     closed = _close_class_folders(root, out)
     started = time.monotonic()
     fingerprint = grader_fingerprint(tracks=Path(args.tracks) if args.tracks else None,
@@ -150,8 +162,12 @@ def run_regrade(args: argparse.Namespace) -> int:
     entries = [_graded(submission, context, due=args.due or "") for submission in submissions]
     for warning in duplicate_sid_warnings(entries):
         sys.stderr.write(f"graders: warning: {warning}\n")
+    current = run_record(entries, _settings(args, options), {
+        submission.id: record.submission_sha256 for submission in submissions
+        if (record := read_record(context.folder(submission))) is not None})
     written, failures = write_outputs(out, entries, histogram=not args.no_histogram,
-                                      names=args.names, catalogue=catalogue)
+                                      names=args.names, catalogue=catalogue,
+                                      run=(current, *baseline))
     _summary(entries, len(pending), time.monotonic() - started, written, closed)
     for failure in failures:  # the grader's own failure, never a student's: said, not hidden
         sys.stderr.write(f"graders: error: {failure}\n")
@@ -165,6 +181,27 @@ def run_regrade(args: argparse.Namespace) -> int:
                          "again\n")
         return GRADER_FAILED_EXIT
     return 0
+
+
+def _baseline(out: Path, compare_with: str | None) -> tuple[dict[str, Any] | None, str]:
+    """The run this one is compared with, and its folder's name: ``--compare DIR``'s (which
+    must hold one), else OUT's previous run (none the first time)."""
+    if compare_with is None:
+        return read_run(out), out.name
+    folder = Path(compare_with)
+    previous = read_run(folder)
+    if previous is None:
+        raise GraderError(f"--compare {compare_with!r} holds no {RUN_NAME}: give the --out "
+                          "folder of an earlier graders regrade (each one records its run "
+                          "there)")
+    return previous, folder.name
+
+
+def _settings(args: argparse.Namespace, options: list[str]) -> dict[str, Any]:
+    """What decided this run's grades besides the submissions (``run.json``)."""
+    secret = read_secret(Path(args.secret_file)) if args.secret_file else None
+    return run_settings(tracks=Path(args.tracks) if args.tracks else None, options=options,
+                        secret=secret)
 
 
 def _refuse_inputs(root: Path, out: Path, tracks: str | None) -> None:
@@ -372,13 +409,18 @@ def _graded(submission: ClassSubmission, context: JobContext, *, due: str = ""
                             record.status, record.reason, results, **times)
 
 
+#: This run's record, the run it is compared with (None: none) and that one's folder name.
+RunPair = tuple[dict[str, Any], dict[str, Any] | None, str]
+
+
 def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: bool,
-                  names: bool = False, catalogue: Sequence[Mistake] | None = None
-                  ) -> tuple[list[Path], list[str]]:
-    """Write grades.csv, report.json (with the mistake clusters), class.html, histogram.png
-    and report.md; return the paths written and a line for each output that could not be
-    (one failing output never stops the others). Submission names appear in the clusters
-    and on the class page only with ``names``."""
+                  names: bool = False, catalogue: Sequence[Mistake] | None = None,
+                  run: RunPair | None = None) -> tuple[list[Path], list[str]]:
+    """Write grades.csv, report.json (with the mistake clusters and, given ``run``, what
+    changed), changes.csv (when there is a run to compare with), class.html, histogram.png,
+    report.md and, last, run.json; return the paths written and a line for each output
+    that could not be (one failing output never stops the others). Submission names appear
+    in the clusters, the changes and on the class page only with ``names``."""
     written: list[Path] = []
     failures: list[str] = []
 
@@ -391,22 +433,25 @@ def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: 
         written.append(path)
         return True
 
-    def table() -> None:
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\n").writerows(grade_table(entries))
-        _write_text(out / "grades.csv", buffer.getvalue())
-
-    attempt(out / "grades.csv", table)
+    attempt(out / "grades.csv", lambda: _write_csv(out / "grades.csv", grade_table(entries)))
     report: dict[str, Any] = {}
+
+    moves = compare(run[1], run[0]) if run is not None and run[1] is not None else None
+    if moves is not None:
+        attempt(out / CHANGES_NAME, lambda: _write_csv(out / CHANGES_NAME,
+                                                       changes_table(moves, entries)))
 
     def summary() -> None:
         pages = pages_written(out, entries)
         found = cluster(entries, load_catalogue() if catalogue is None else catalogue)
+        key = label_key(out)
         report.update(with_classes(
             class_report(entries),
-            cluster_rows(found, sum(entry.graded for entry in entries), key=label_key(out),
+            cluster_rows(found, sum(entry.graded for entry in entries), key=key,
                          names=names, pages=pages),
             student_rows(entries, pages) if names else None))
+        if run is not None:
+            report["changes"] = _changes(run, moves, key=key, names=names)
         write_json_atomically(out / "report.json", report)
 
     if not attempt(out / "report.json", summary):
@@ -426,7 +471,29 @@ def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: 
     attempt(out / "report.md", lambda: _write_text(
         out / "report.md",
         markdown(report, histogram_file=picture.name if picture else None)))
+    if run is not None and not failures:  # the next run compares itself with this one
+        attempt(out / RUN_NAME, lambda: write_json_atomically(out / RUN_NAME, run[0]))
     return written, failures
+
+
+def _changes(run: RunPair, moves: Sequence[Any] | None, *, key: bytes, names: bool
+             ) -> dict[str, Any]:
+    """report.json's ``changes``: the run compared with, the settings that differ, and
+    every submission that moved (see :mod:`graders.regrade.changes`)."""
+    current, previous, folder = run
+    if previous is None or moves is None:
+        return {"compared_with": None, "settings": [], "moves": []}
+    return {"compared_with": {"folder": escape_controls(folder),
+                              "finished_at": str(previous.get("finished_at", ""))},
+            "settings": setting_changes(previous.get("settings", {}),
+                                        current.get("settings", {})),
+            "moves": change_rows(moves, key=key, names=names)}
+
+
+def _write_csv(path: Path, rows: Sequence[Sequence[str]]) -> None:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    _write_text(path, buffer.getvalue())
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -46,15 +46,19 @@ def _package_files(module: str) -> list[Path]:
                   and "__pycache__" not in path.parts and path.suffix != ".pyc")
 
 
-def grader_fingerprint(*, tracks: Path | None, options: Iterable[str] = ()) -> str:
-    """A digest of everything that decides a score besides the submission itself."""
-    digest = hashlib.sha256()
+def code_files() -> list[tuple[str, Path]]:
+    """The grader's and the reference's files that decide a score, by relative name."""
     files: list[tuple[str, Path]] = []
     for module in ("graders", "reference"):
         spec = importlib.util.find_spec(module)
         base = Path(spec.origin).parent.parent if spec and spec.origin else Path()
         files += [(str(path.relative_to(base)), path) for path in _package_files(module)
                   if not (module == "graders" and path.parent == base / module / BATCH_PACKAGE)]
+    return files
+
+
+def track_files(tracks: Path | None) -> list[tuple[str, Path]]:
+    """The track files graded on (``tracks``, else the default folder), by name."""
     if tracks is None:
         from graders.trackfiles.tracks import default_tracks_dir
 
@@ -62,9 +66,15 @@ def grader_fingerprint(*, tracks: Path | None, options: Iterable[str] = ()) -> s
             tracks = default_tracks_dir()
         except TrackError:
             tracks = None
-    if tracks is not None and tracks.is_dir():
-        files += [(f"tracks/{path.name}", path) for path in sorted(tracks.glob("*.toml"))]
-    for name, path in files:
+    if tracks is None or not tracks.is_dir():
+        return []
+    return [(f"tracks/{path.name}", path) for path in sorted(tracks.glob("*.toml"))]
+
+
+def grader_fingerprint(*, tracks: Path | None, options: Iterable[str] = ()) -> str:
+    """A digest of everything that decides a score besides the submission itself."""
+    digest = hashlib.sha256()
+    for name, path in [*code_files(), *track_files(tracks)]:
         digest.update(f"{name}\0{sha256(path.read_bytes())}\n".encode())
     for package in _VERSIONED:
         try:
