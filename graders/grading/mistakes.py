@@ -19,9 +19,10 @@ A catalogue is a TOML file of ``[[mistake]]`` tables (the grader's own is
 
 ``got`` is an arithmetic expression of the student's answer in terms of ``expected`` (the
 reference's value of the field), the reference's other fields of the same answer by
-name (where they are known: in grading, not in a class report, which keeps only the
-wrong fields) and the case's numeric inputs by parameter name (positional ones also as
-``arg0``, ``arg1``, ...; an input and a field of the same name hold the field's value),
+name (where they are known: in grading; in a class report, which keeps the wrong fields,
+only the ones they are computed from, the kept case's ``sources``) and the case's
+numeric inputs by parameter name (positional ones also as ``arg0``, ``arg1``, ...; an
+input and a field of the same name hold the field's value),
 with ``+ - * / // % **``, numbers, ``inf``, ``pi``, ``e`` and the functions
 :data:`FUNCTIONS`. Instead of ``got``, ``error`` names the exception the mistaken code
 raises (``error = "OverflowError"``).
@@ -30,13 +31,15 @@ raises (``error = "OverflowError"``).
 (in the handout's terms, never the expected value). The grader's own entries all have one;
 an entry without one names nothing in feedback and only labels clusters.
 
-A cluster matches an entry when every kept failed case of its function that has the field
-wrong (or, for ``error``, that raised) agrees with the entry, and there is at least one.
+A cluster's cause fits an entry when every kept failed case of its function where the
+field is a root (it does not follow from another wrong field) agrees with the entry (or,
+for ``error``, every one that raised does), and there is at least one.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 import re
@@ -133,7 +136,7 @@ class Mistake:
         if number is not None:  # else an expression that uses it cannot be computed
             names["expected"] = number
         try:
-            return float(_evaluate(ast.parse(self.got, mode="eval").body, names))
+            return float(_evaluate(_expression(self.got), names))
         except (KeyError, ArithmeticError, ValueError, TypeError):
             return None
 
@@ -148,6 +151,12 @@ class Mistake:
             return predicted == actual
         return abs(actual - predicted) <= max(self.rel * max(abs(actual), abs(predicted)),
                                               1e-12)
+
+
+@functools.cache
+def _expression(text: str) -> ast.expr:
+    """The parsed ``got`` expression (parsed once per process: it is checked on loading)."""
+    return ast.parse(text, mode="eval").body
 
 
 def _number(value: Any) -> float | None:

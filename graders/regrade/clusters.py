@@ -203,6 +203,8 @@ class _Clusters:
         self.named: dict[tuple[str, tuple[str, ...]], Cluster] = {}
         self.unnamed: dict[tuple[str, tuple[Any, ...]], list[Cluster]] = defaultdict(list)
         self.started: Cluster | None = None
+        self.causes: dict[tuple[str, tuple[Any, ...]],
+                          list[tuple[list[float], list[Cause] | None]]] = defaultdict(list)
 
     def all(self) -> list[Cluster]:
         found = [*self.named.values(), *(c for group in self.unnamed.values() for c in group)]
@@ -236,9 +238,10 @@ class _Clusters:
     def _causes(self, ident: str, function: str, tests: Sequence[Mapping[str, Any]]
                 ) -> list[Cluster]:
         """The clusters ``ident`` joins for its root ``function``'s failure."""
-        causes = named_causes(function, tests, self.catalogue)
+        shape, ratios = signature(tests)
+        causes = self._named(function, tests, shape, ratios)
         if causes is None:
-            return [self._by_signature(ident, function, tests)]
+            return [self._by_signature(ident, function, tests, shape, ratios)]
         joined = []
         for mistakes, shown in causes:
             key = (function, tuple(m.id for m in mistakes))
@@ -251,9 +254,21 @@ class _Clusters:
             joined.append(found)
         return joined
 
-    def _by_signature(self, ident: str, function: str, tests: Sequence[Mapping[str, Any]]
-                      ) -> Cluster:
-        shape, ratios = signature(tests)
+    def _named(self, function: str, tests: Sequence[Mapping[str, Any]],
+               shape: tuple[Any, ...], ratios: list[float]) -> list[Cause] | None:
+        """:func:`named_causes`, read once per signature: equal signatures (the same
+        tests and cases wrong in the same fields, every ratio agreeing) have the same
+        causes, shown in the same tests and cases."""
+        known = self.causes[(function, shape)]
+        for seen, causes in known:
+            if _agree(seen, ratios):
+                return causes
+        causes = named_causes(function, tests, self.catalogue)
+        known.append((ratios, causes))
+        return causes
+
+    def _by_signature(self, ident: str, function: str, tests: Sequence[Mapping[str, Any]],
+                      shape: tuple[Any, ...], ratios: list[float]) -> Cluster:
         candidates = self.unnamed[(function, shape)]
         for found in candidates:
             if _agree(found.ratios, ratios):
