@@ -72,12 +72,12 @@ def build_class_page(report: Mapping[str, Any], *, names: bool) -> str:
 def _changes(changes: Mapping[str, Any]) -> list[str]:
     """What this regrade changed against the run it compares with (see
     :mod:`graders.regrade.changes`)."""
-    parts = ['<section id="changes">', "<h2>What changed</h2>"]
+    parts = ['<div id="changes">', "<h2>What changed</h2>"]
     before = changes.get("compared_with")
     if not before:
         return [*parts, '<p class="muted">Nothing to compare with: no earlier run in this '
                 "folder. A regrade compares itself with the previous run in its output "
-                "folder, or with <code>--compare DIR</code>.</p>", "</section>"]
+                "folder, or with <code>--compare DIR</code>.</p>", "</div>"]
     moves = changes["moves"]
     parts.append(f"<p>Compared with the run in <code>{for_html(before['folder'])}</code> "
                  f"finished {for_html(before['finished_at'])}: <b>{len(moves)}</b> "
@@ -86,7 +86,7 @@ def _changes(changes: Mapping[str, Any]) -> list[str]:
     parts.append("<p>Settings that differ: " + (", ".join(
         f"<code>{for_html(line)}</code>" for line in settings) or "none") + ".</p>")
     if not moves:
-        return [*parts, "</section>"]
+        return [*parts, "</div>"]
     parts.append('<table id="moves"><tr><th>submission</th><th>from</th><th>to</th>'
                  "<th>change</th><th>tests that flipped</th><th>why</th></tr>")
     for move in moves:
@@ -100,7 +100,7 @@ def _changes(changes: Mapping[str, Any]) -> list[str]:
             f"<td>{_moved(move['score_after'], move['status_after'])}</td>"
             f"<td>{'' if change is None else f'{change:+.2f}'}</td><td>{flips}</td>"
             f"<td>{for_html('; '.join(move['why']))}</td></tr>")
-    parts += ["</table>", "</section>"]
+    parts += ["</table>", "</div>"]
     return parts
 
 

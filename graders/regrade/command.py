@@ -7,7 +7,10 @@ Each submission is graded by ``graders grade`` in a job slot (see
 same ``serving.py`` by the same grader are skipped unless ``--force``. Outputs, in DIR:
 ``submissions/<id>/results.json`` (with meta.json, grade.log and, with ``--pages``, the
 student's ``feedback.html``), ``grades.csv``, and the class report: ``class.html`` (see
-:mod:`graders.regrade.classpage`), ``report.md``, ``report.json`` and ``histogram.png``.
+:mod:`graders.regrade.classpage`), ``report.md``, ``report.json`` and ``histogram.png``;
+with them ``run.json`` (this run, for the next to compare with) and, when there is an
+earlier run in DIR or ``--compare``'s, ``changes.csv`` (see
+:mod:`graders.regrade.changes`).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ class _Moves(html.parser.HTMLParser):
         self._moved = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("section", "h2"):
+        if tag == "h2" or (tag == "div" and dict(attrs).get("id") == "changes"):
             self.order.append(dict(attrs).get("id") or tag)
         if tag == "tr":
             self._moved = any(key == "data-submission" for key, _ in attrs)
@@ -187,3 +187,27 @@ def test_a_track_that_changed_is_blamed_only_for_its_own_tests() -> None:
 def test_an_unchanged_run_moves_nobody() -> None:
     before = run(SETTINGS, t=outcome("failed", 1.0))
     assert compare(before, before) == []
+
+
+@pytest.mark.parametrize("changes", [
+    {"compared_with": None, "settings": [], "moves": []},
+    {"compared_with": {"folder": "<b>old</b>", "finished_at": "2024"}, "settings": [],
+     "moves": []},
+    {"compared_with": {"folder": "old", "finished_at": "2024"},
+     "settings": ["track iphone: changed"],
+     "moves": [{"submission": "<i>ann</i>", "status_before": "graded",
+                "status_after": "graded", "score_before": 1.0, "score_after": 2.0,
+                "change": 1.0, "tests_flipped": [{"test": "t", "before": "failed (1/2)",
+                                                  "after": "passed (2/2)"}],
+                "why": ["track iphone"]}]},
+])
+def test_the_what_changed_block_is_balanced_and_escaped(changes: dict[str, Any]) -> None:
+    from graders.regrade.classpage import build_class_page
+    from graders.regrade.report import class_report
+
+    page = build_class_page({**class_report([]), "changes": changes}, names=True)
+    start = page.index('<div id="changes">')
+    block = page[start:page.index("<h2>Score distribution</h2>")]
+    assert block.count("<div") == block.count("</div>") == 1
+    assert "<b>old</b>" not in block
+    assert "<i>ann</i>" not in block
