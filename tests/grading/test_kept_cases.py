@@ -34,3 +34,20 @@ def test_a_failed_call_keeps_the_exceptions_name_or_how_it_failed() -> None:
                       "error": "ZeroDivisionError"}
     assert kept_case(case, CallOutcome("timeout", None, "took too long"), ())["error"] == \
         "timeout"
+
+
+def test_a_wrong_field_keeps_the_reference_values_it_is_computed_from() -> None:
+    case = Case("warm pool 1 of 4", "cold_start_latency", (object(),),
+                {"warm_pool_replicas": 1, "scale_out_replicas": 4})
+    expected = {"cold_start_ms": 400.0, "protected_fraction": 0.25, "service_ms": 30.0,
+                "exposed_first_request_ms": 330.0, "exceeds_slo": True,
+                "read_ms": 1.0}
+    kept = kept_case(case, CallOutcome("ok", {}), [
+        Difference("exposed_first_request_ms", 330.0, 430.0, "outside tolerance"),
+        Difference("exceeds_slo", True, True, "outside tolerance")], expected)
+    # the exposed latency is computed from the cold start and the protected fraction (the
+    # wrong exceeds_slo from the exposed latency, itself wrong: not a source)
+    assert kept["sources"] == {"cold_start_ms": 400.0, "protected_fraction": 0.25}
+    # read_ms's sources (the weight and the effective bandwidth) are not in this answer
+    assert "sources" not in kept_case(case, CallOutcome("ok", {}), [
+        Difference("read_ms", 1.0, 2.0, "outside tolerance")], expected)
