@@ -31,7 +31,8 @@ APART_COLOURS = {"grader_failed": "#c44e52", "timed_out": "#dd8452", "rejected":
 
 def write_histogram(path: Path, edges: Sequence[float], counts: Sequence[int], *,
                     title: str, apart: Mapping[str, int] | None = None) -> None:
-    """Draw bars of ``counts`` between ``edges`` and, to their right past a gap, one hatched
+    """Draw a bar of ``counts`` per bin of ``edges`` (side by side, named by its range)
+    and, to their right past a gap, one hatched
     bar per reason a submission was not graded (``apart``: a grader failure is never drawn
     as a score of 0), and write them to ``path`` (PNG), through a temp file the grader
     creates and a rename."""
@@ -44,22 +45,24 @@ def write_histogram(path: Path, edges: Sequence[float], counts: Sequence[int], *
     figure = Figure(figsize=(7, 4), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    widths = [high - low for low, high in zip(edges, edges[1:], strict=False)]
-    axes.bar(list(edges[:-1]), list(counts), width=widths, align="edge",
-             edgecolor="black", color="#4c72b0")
-    right = edges[-1]
-    step = widths[0] if widths else 1.0
+    # one bar per bin, side by side and named by its range: the bins fit the class (finer
+    # where most scores are), so their widths in points differ
+    ranges = [f"{low:g}-{high:g}" for low, high in zip(edges, edges[1:], strict=False)]
+    axes.bar(range(len(counts)), list(counts), width=0.9, edgecolor="black",
+             color="#4c72b0")
+    ticks: list[float] = [float(index) for index in range(len(counts))]
+    names = ranges
     for index, (status, count) in enumerate(sorted((apart or {}).items())):
-        x = edges[-1] + step * (1 + 1.5 * index)
-        axes.bar([x], [count], width=step, align="edge", edgecolor="black", hatch="//",
+        x = len(counts) + 0.5 + index
+        axes.bar([x], [count], width=0.9, edgecolor="black", hatch="//",
                  color=APART_COLOURS.get(status, "#8c8c8c"),
                  label=f"not graded: {status.replace('_', ' ')}")
-        right = x + step
-    axes.set_xlabel("score" + ("; hatched: not graded, apart from the scores" if apart
-                               else ""))
+        ticks, names = [*ticks, x], [*names, status.replace("_", " ")]
+    axes.set_xticks(ticks, names, rotation=45, ha="right", fontsize="small")
+    axes.set_xlabel("score (bins that fit the class)"
+                    + ("; hatched: not graded, apart from the scores" if apart else ""))
     axes.set_ylabel("submissions")
     axes.set_title(title)
-    axes.set_xlim(edges[0], right)
     if apart:
         axes.legend(loc="upper left", fontsize="small")
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
