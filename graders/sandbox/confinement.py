@@ -23,9 +23,11 @@ interpreter, as before. The cost is one more interpreter start per worker start 
 milliseconds; the namespaces and mounts themselves take about 2 ms).
 
 Where namespaces are unavailable (not root, not Linux, or unshare or mount refused, as
-in a container without CAP_SYS_ADMIN), the runner starts the worker as before, and
-:class:`Protections` says which protections are active. Whether they are available is
-probed once per process, by running the launcher with ``--probe``.
+in a container without CAP_SYS_ADMIN), the runner starts the worker as before, and the
+worker restricts itself with Landlock (:mod:`graders.sandbox.landlock`) where the kernel
+has it. :class:`Protections` says which protections are active, and which row of
+:data:`graders.sandbox.modes.MODES` applies. Whether namespaces are available is probed
+once per process, by running the launcher with ``--probe``.
 """
 
 from __future__ import annotations

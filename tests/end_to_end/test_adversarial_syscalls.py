@@ -14,12 +14,20 @@ in serve, and prints what it got (``... attack: ...``, kept in results.json's ou
 - ``tcp_to_host_loopback`` connects to a listener the test opens on 127.0.0.1: nobody
   must knock.
 
-Each is graded in three modes: as the grader runs here (bubblewrap, where it can); with
-the privilege drop alone (bubblewrap and root's launcher switched off by a
-``sitecustomize`` on PYTHONPATH, as in Docker's default profile, where namespaces are
-refused); and, to show that each attack has teeth, with the syscall filter switched off
-too, where it must succeed. In the first two, each scores exactly 100.0 (it gains
-nothing) and its evidence shows the attack failed.
+Each is graded in five modes: as the grader runs here (bubblewrap, where it can); with
+the privilege drop and Landlock (bubblewrap and root's launcher switched off by a
+``sitecustomize`` on PYTHONPATH); as root without CAP_SYS_ADMIN (``setpriv`` drops it from
+every set: bubblewrap still runs, as the sandbox user); in a simulation of Docker's default
+profile (a filter refusing namespaces and mounts, installed without no_new_privs as
+Docker's is, then that ``setpriv``: bubblewrap cannot run, Landlock can); and, to show that
+each attack has teeth, with the syscall filter and Landlock switched off too, where it
+must succeed. In all but the last, each scores exactly 100.0 (it gains nothing) and its
+evidence shows the attack failed.
+
+``host_probe`` reads host files, lists ``/`` and ``/proc`` and connects to a listener on
+the host's 127.0.0.1: in each of those modes and as an ordinary user (the grader's
+instructor account, with and without the Docker-like filter), it reads nothing, reaches
+nothing and sees no process but its own sandbox's.
 """
 
 from __future__ import annotations
