@@ -23,9 +23,11 @@ interpreter, as before. The cost is one more interpreter start per worker start 
 milliseconds; the namespaces and mounts themselves take about 2 ms).
 
 Where namespaces are unavailable (not root, not Linux, or unshare or mount refused, as
-in a container without CAP_SYS_ADMIN), the runner starts the worker as before, and
-:class:`Protections` says which protections are active. Whether they are available is
-probed once per process, by running the launcher with ``--probe``.
+in a container without CAP_SYS_ADMIN), the runner starts the worker as before, and the
+worker restricts itself with Landlock (:mod:`graders.sandbox.landlock`) where the kernel
+has it. :class:`Protections` says which protections are active, and which row of
+:data:`graders.sandbox.modes.MODES` applies. Whether namespaces are available is probed
+once per process, by running the launcher with ``--probe``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graders.sandbox import bubblewrap, syscall_filter
+from graders.sandbox import bubblewrap, landlock, modes, syscall_filter
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import remove_tree, report_problems
 from graders.sandbox.privileges import (
@@ -99,67 +101,107 @@ class Protections:
     #: Whether the worker installs the syscall filter before importing the submission
     #: (:mod:`graders.sandbox.syscall_filter`; the description says why not, where not).
     syscall_filter: bool = False
+    #: The Landlock ABI the worker restricts itself with, where namespaces are refused
+    #: (:mod:`graders.sandbox.landlock`); 0 where it does not.
+    landlock: int = 0
+    #: The row of :data:`graders.sandbox.modes.MODES` in effect, and its layers that hold.
+    mode: str = ""
+    layers: tuple[str, ...] = ()
 
     @property
     def confined(self) -> bool:
         """Whether the worker is kept from this user's files, processes and network."""
-        return self.allowlist or self.namespaces and self.privilege_drop
+        # Landlock scopes signals from ABI 6: before that only another uid protects them
+        landlocked = self.landlock >= 6 or self.landlock > 0 and self.privilege_drop
+        return self.allowlist or landlocked or self.namespaces and self.privilege_drop
 
     @property
     def namespaces(self) -> bool:
         """Whether the worker is started in namespaces of its own."""
         return self.network_isolation and self.disk_bound and self.ipc_isolation
 
-    def as_dict(self) -> dict[str, bool | str]:
+    def as_dict(self) -> dict[str, Any]:
         """Plain data, for results.json's extra_data."""
         return dataclasses.asdict(self)
 
 
 def protections_for(sandbox: SandboxUser | None) -> Protections:
-    """The protections a worker gets with ``sandbox`` (None: the grader is not root):
-    bubblewrap's wherever it runs, else root's launcher, else the privilege drop alone;
-    and on Linux, in every mode, the syscall filter."""
+    """The protections a worker gets with ``sandbox`` (None: the grader is not root): the
+    row of :data:`modes.MODES` this machine allows, less the layers it lacks."""
     found = platform_support.capabilities()
-    confinement = portable_protections(found) if not found.hardened else \
-        _confinement(sandbox)
-    missing = syscall_filter.unavailable()
-    clause = ("; a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
-              "and sockets other than AF_UNIX" if missing is None
-              else f"; no syscall filter ({missing})")
-    return dataclasses.replace(confinement, description=confinement.description + clause,
-                               syscall_filter=missing is None)
+    if found.hardened:
+        confinement, mode = _confinement(sandbox)
+    else:
+        confinement, mode = portable_protections(found), modes.PORTABLE
+    missing = {modes.FILTER: syscall_filter.unavailable(),
+               modes.LANDLOCK: landlock.unavailable() if modes.LANDLOCK in mode.layers
+               else None,
+               modes.RLIMITS: None if confinement.rlimits else "no resource module"}
+    abi = landlock.abi_version() if modes.LANDLOCK in mode.layers and \
+        missing[modes.LANDLOCK] is None else 0
+    clauses = [_landlock_clause(abi, missing[modes.LANDLOCK])] \
+        if modes.LANDLOCK in mode.layers else []
+    clauses.append("a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
+                   "and sockets other than AF_UNIX" if missing[modes.FILTER] is None
+                   else f"no syscall filter ({missing[modes.FILTER]})")
+    layers = tuple(layer for layer in mode.layers if missing.get(layer) is None)
+    return dataclasses.replace(
+        confinement, syscall_filter=missing[modes.FILTER] is None, landlock=abi,
+        mode=mode.name, layers=layers,
+        description=f"{mode.name} ({', '.join(layers) or 'no layer'}): "
+                    f"{'; '.join([confinement.description, *clauses])}")
 
 
-def _confinement(sandbox: SandboxUser | None) -> Protections:
-    """The hardened runner's confinement (see :func:`protections_for`)."""
+def _landlock_clause(abi: int, missing: str | None) -> str:
+    """What Landlock at ``abi`` keeps from the worker (or why there is none)."""
+    if missing is not None:
+        return f"no Landlock ({missing}): it can read world-readable files"
+    kept = [f"Landlock (ABI {abi}) lets it read only its runtime and interpreter and write "
+            "only its box (no other file, no /proc)"]
+    if abi >= 4:
+        kept.append("no TCP bind or connect")
+    if abi >= 6:
+        kept.append("no signal or abstract socket outside it")
+    return ", ".join(kept)
+
+
+def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
+    """The hardened runner's confinement and row (see :func:`protections_for`)."""
+    root = platform_support.effective_uid() == 0
     who = ("the student's code runs as an unprivileged sandbox user of its own"
            if sandbox else "the student's code runs as this user")
     # root without a sandbox user (the runner's own tests) keeps the worker beside it: in
     # a user namespace of root's, it would still be root to every file it can see
-    why_not = "the grader is root without a sandbox user" if sandbox is None and \
-        platform_support.effective_uid() == 0 else _probed(_probe_key(sandbox is not None))
+    why_not = "the grader is root without a sandbox user" if sandbox is None and root \
+        else _probed(_probe_key(sandbox is not None))
+    reason = namespace_support(sandbox.uid, sandbox.gid) \
+        if sandbox is not None and why_not is not None else None
+    mode = modes.hardened_mode(root=root, sandbox=sandbox is not None,
+                               cap_sys_admin=_has_capability(CAP_SYS_ADMIN),
+                               bubblewrap=why_not is None, launcher=reason is None)
     if why_not is None:
         return Protections(sandbox is not None, True, True, True,
                            f"{who}, in bubblewrap: it sees only its runtime (read-only) and "
                            f"a {TEMP_SPACE_BYTES // 1024**2} MiB box, in user, pid, network "
                            "and IPC namespaces of its own (no network, no other process)",
-                           allowlist=True, tool="bubblewrap")
+                           allowlist=True, tool="bubblewrap"), mode
     if sandbox is None:
-        why = ("no sandbox user was given" if platform_support.effective_uid() == 0
-               else "the grader is not running as root")
+        why = "no sandbox user was given" if root else "the grader is not running as root"
+        if mode is modes.USER_REFUSED and landlock.unavailable() is None:
+            return Protections(False, False, False, False,
+                               f"{who}, without namespaces ({why_not})"), mode
         return Protections(False, False, False, False,
                            f"no confinement ({why_not}) and no privilege drop ({why}): the "
                            "student's code runs as this user and can read and write this "
-                           "user's files (the rlimits still apply)")
-    reason = namespace_support(sandbox.uid, sandbox.gid)
+                           "user's files (the rlimits still apply)"), mode
     if reason is None:
         return Protections(True, True, True, True,
                            f"{who}, without network, with {TEMP_SPACE_BYTES // 1024**2} MiB "
                            f"and {TEMP_SPACE_INODES} files of temporary space, and private, "
                            f"bounded IPC; it can read world-readable files ({why_not})",
-                           tool="launcher")
+                           tool="launcher"), mode
     return Protections(True, False, False, False,
-                       f"{who}; no network, disk or IPC confinement ({why_not}; {reason})")
+                       f"{who}, without namespaces ({why_not}; {reason})"), mode
 
 
 #: The one line ``graders grade`` prints when the worker runs unconfined.
@@ -273,6 +315,23 @@ def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path], box: Pa
         submission_fd=submission_fd, submission_name=SUBMISSION_NAME,
         space_bytes=TEMP_SPACE_BYTES, worker=worker,
         disable_userns=bubblewrap.disables_userns(executable))
+
+
+def landlock_paths(python: WorkerPython, folders: Sequence[Path], box: Path
+                   ) -> dict[str, list[str]]:
+    """The worker's Landlock rules (see :mod:`graders.sandbox.landlock`): read ``folders``
+    (the runtime and pint's definitions), the interpreter, the libraries it loads and the
+    loader's cache, as bubblewrap binds them, but the standard library entry by entry
+    without its package folders (Landlock cannot hide a folder below one it allows);
+    write ``box``."""
+    paths, covered = bubblewrap.interpreter_paths(
+        python.executable, python.environment, Path(sysconfig.get_paths()["stdlib"]),
+        shared_library())
+    read = [*folders, *(Path(file) for file in bubblewrap.LOADER_FILES)]
+    hidden = {folder.parent for folder in covered}
+    for path in paths:
+        read += sorted(set(path.iterdir()) - set(covered)) if path in hidden else [path]
+    return {"read": [str(path) for path in read], "write": [str(box)]}
 
 
 def start_options(sandbox: SandboxUser | None, submission_fd: int) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from graders.sandbox.confinement import (
     LAUNCHER_FAILED,
     Protections,
     bubblewrap_command,
+    landlock_paths,
     launcher_command,
     protections_for,
     start_options,
@@ -706,7 +707,7 @@ class StudentRunner:
             return worker
         started = time.monotonic()
         try:
-            if self._protections.syscall_filter:
+            if self._protections.syscall_filter or self._protections.landlock:
                 self._confirm_filter(worker)
             # the filter's line and the import share the import deadline
             left_s = max(self.limits.import_timeout_s - (time.monotonic() - started), 0.0)
@@ -731,10 +732,12 @@ class StudentRunner:
         installed its syscall filter. Where it could not, no student code runs at all:
         the grading fails as the grader's failure (SandboxError), not the submission's."""
         reply = self._read_reply(worker, self.limits.import_timeout_s, None, ident=None)
-        if reply.get("syscall_filter") is True:
+        if (reply.get("syscall_filter"), reply.get("landlock", 0)) == \
+                (self._protections.syscall_filter, self._protections.landlock):
             return
         self._stop()
-        self._filter_error = ("the worker could not install its syscall filter, so no "
+        failed = reply.get("failed") if reply.get("failed") == "Landlock" else "syscall filter"
+        self._filter_error = (f"the worker could not install its {failed}, so no "
                               f"student code was run: {str(reply.get('error'))[:500]}")
         raise SandboxError(self._filter_error)
 
@@ -803,6 +806,9 @@ class StudentRunner:
             "preload_pint": preload_pint,
             "syscall_filter": self._protections.syscall_filter,
         }
+        if self._protections.landlock:
+            init["landlock"] = landlock_paths(self._python, (self._runtime, self._definitions),
+                                              self._box)
         with contextlib.suppress(OSError):  # a worker that died at once is reported on reading
             self._send(worker, init)
         return worker

@@ -1,6 +1,6 @@
-"""The worker's runtime folder (the worker script and its syscall filter, pint with its
-dependencies, nothing else), and pint's parsed definitions for the worker and for the
-grader, each built once and reused.
+"""The worker's runtime folder (the worker script, its syscall filter and Landlock rules,
+pint with its dependencies, nothing else), and pint's parsed definitions for the worker
+and for the grader, each built once and reused.
 
 The worker runs with ``-I -S``, so it sees the standard library and this folder
 only: neither the grader, nor ``reference/``, nor the rest of site-packages.
@@ -29,6 +29,8 @@ from graders.versions import distribution_closure
 WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
 #: The worker's syscall filter, imported by the worker from its runtime folder.
 FILTER_MODULE = Path(__file__).with_name("syscall_filter.py")
+#: The worker's Landlock rules, imported the same way.
+LANDLOCK_MODULE = Path(__file__).with_name("landlock.py")
 #: The distributions the worker may import, with their install-time dependencies.
 WORKER_DISTRIBUTIONS = ("pint",)
 _IGNORED = shutil.ignore_patterns("testsuite", "tests", "*.dist-info")
@@ -82,6 +84,7 @@ def _runtime_key() -> str:
     digest.update(sys.version.encode())
     digest.update(WORKER_SCRIPT.read_bytes())
     digest.update(FILTER_MODULE.read_bytes())
+    digest.update(LANDLOCK_MODULE.read_bytes())
     digest.update(Path(__file__).read_bytes())  # how the folder is built
     digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
     return digest.hexdigest()[:20]
@@ -217,13 +220,14 @@ def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool])
 
 
 def prepare_runtime(destination: Path) -> Path:
-    """Copy the worker script, its syscall filter and pint's installed closure into
-    ``destination``, and write pint's parsed definitions beside them (the worker and the
-    grader both read them)."""
+    """Copy the worker script, its syscall filter, its Landlock rules and pint's installed
+    closure into ``destination``, and write pint's parsed definitions beside them (the
+    worker and the grader both read them)."""
     destination.mkdir(parents=True, exist_ok=True)
     shutil.copy2(WORKER_SCRIPT, destination / WORKER_SCRIPT.name)
-    shutil.copy2(FILTER_MODULE, destination / FILTER_MODULE.name)
-    _copy_bytecode(FILTER_MODULE, destination)
+    for layer in (FILTER_MODULE, LANDLOCK_MODULE):
+        shutil.copy2(layer, destination / layer.name)
+        _copy_bytecode(layer, destination)
     for dist in distribution_closure(WORKER_DISTRIBUTIONS):
         _copy_metadata(dist, destination)
         for module in sorted(_top_level_modules(dist)):

@@ -19,10 +19,12 @@ object lacks becomes ``{"$missing": FIELD}``. Every text (a str value, an except
 message) is cut to MAX_TEXT characters with a visible marker, and every sequence to
 MAX_SEQUENCE items, so that a reply stays small; the grader refuses a longer reply line.
 
-On Linux, when the init request asks for it, the worker installs its syscall filter
-(``syscall_filter.py``, from the runtime folder) before it imports the submission, and
-says so in a first line ``{"syscall_filter": true|false, "error": ...}``, written before
-any student code runs; where it cannot, it stops there and imports nothing.
+On Linux, when the init request asks for them, the worker restricts itself with Landlock
+(``landlock.py``, init ``"landlock": {"read": [...], "write": [...]}``) and installs its
+syscall filter (``syscall_filter.py``), both from the runtime folder, before it imports
+the submission, and says so in a first line ``{"syscall_filter": true|false, "landlock":
+ABI, "failed": LAYER|null, "error": ...}``, written before any student code runs; where it
+cannot, it stops there and imports nothing.
 
 The submission's stdout and stderr (fds 1 and 2, whatever writes to them) are one pipe
 that the grader drains: they are flushed before every reply, so that a call's output is
@@ -96,16 +98,28 @@ def set_limits(limits: dict[str, int]) -> bool:
     return True
 
 
-def filter_syscalls() -> str | None:
-    """Install the syscall filter (graders.sandbox.syscall_filter, copied into the runtime
-    folder); None once it is installed, else why it could not be."""
+def confine(landlock_paths: Any, filter_syscalls: bool) -> dict[str, Any]:
+    """Apply Landlock to ``landlock_paths`` (graders.sandbox.landlock) when given, then
+    install the syscall filter (graders.sandbox.syscall_filter) when asked, both copied
+    into the runtime folder; the line that says what holds, or which layer failed and why."""
+    line: dict[str, Any] = {"syscall_filter": False, "landlock": 0, "failed": None,
+                            "error": None}
+    layer = "Landlock"
     try:
-        import syscall_filter  # type: ignore[import-not-found,unused-ignore]
+        if isinstance(landlock_paths, dict):
+            import landlock  # type: ignore[import-not-found,unused-ignore]
 
-        syscall_filter.install()
+            line["landlock"] = landlock.restrict(landlock_paths["read"],
+                                                 landlock_paths["write"])
+        layer = "syscall filter"
+        if filter_syscalls:
+            import syscall_filter  # type: ignore[import-not-found,unused-ignore]
+
+            syscall_filter.install()
+            line["syscall_filter"] = True
     except Exception as error:
-        return describe(error)
-    return None
+        line.update(failed=layer, error=describe(error))
+    return line
 
 
 def unit_registry() -> Any:
@@ -383,10 +397,10 @@ def main() -> None:
         REPLY_LIMIT.append(limits["reply_bytes"])
     limited = set_limits(limits)
     sys.setrecursionlimit(int(init.get("recursion_limit", 3000)))
-    if init.get("syscall_filter"):  # before any of the student's code, or none runs
-        refused = filter_syscalls()
-        send(replies, {"syscall_filter": refused is None, "error": refused})
-        if refused is not None:
+    if init.get("syscall_filter") or init.get("landlock"):  # before any student code, or none
+        line = confine(init.get("landlock"), bool(init.get("syscall_filter")))
+        send(replies, line)
+        if line["failed"] is not None:
             return
     path = init["submission"]
     try:

@@ -242,6 +242,7 @@ GRADED_ELSEWHERE = {
     "sysv_shm_hoard": "end_to_end/test_adversarial_syscalls.py",
     "nested_namespaces": "end_to_end/test_adversarial_syscalls.py",
     "tcp_to_host_loopback": "end_to_end/test_adversarial_syscalls.py",
+    "host_probe": "end_to_end/test_adversarial_syscalls.py",
 }
 
 

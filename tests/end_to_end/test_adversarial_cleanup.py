@@ -5,9 +5,10 @@ leave files and SysV IPC objects in the shared folders.
 Each case is graded with ``python -m graders grade FOLDER --results FILE`` from a neutral
 working folder, with a TMPDIR of its own, in two modes: as the grader runs here (in
 namespaces of its own where the kernel allows them), and with the namespaces switched off
-(a ``sitecustomize`` on PYTHONPATH makes ``namespace_support`` and ``bubblewrap_support``
-say no, as a kernel without them would): then only the grader's own clean-up stands between
-the submission and the machine; a regrade is then told to take that risk
+(a ``sitecustomize`` on PYTHONPATH makes ``namespace_support``, ``bubblewrap_support`` and
+Landlock's ``unavailable`` say no, as a kernel without them would): then only the
+grader's own clean-up stands between the submission and the machine; a regrade is then
+told to take that risk
 (``--allow-unconfined``). In both, every case must score exactly 100.0 with valid results,
 and leave nothing: no file, folder, process or IPC object of its sandbox user, nothing in
 its TMPDIR.
@@ -38,6 +39,7 @@ import pytest
 from helpers import ADVERSARIAL, CORPUS, REPO, processes_marked
 
 import graders.sandbox.confinement
+import graders.sandbox.landlock
 from graders.results.reports import read_valid_results
 from graders.sandbox.cleanup import SHARED_WRITABLE, sweep_user
 from graders.sandbox.privileges import SandboxUser, claim_sandbox_user
@@ -54,9 +56,11 @@ LIMITS = Limits()
 GRADING_TIMEOUT_S = LIMITS.worst_case_s + 600
 NO_NAMESPACES = """\
 import graders.sandbox.confinement as confinement
+import graders.sandbox.landlock as landlock
 
 confinement.namespace_support = lambda uid, gid: "namespaces switched off by the test"
 confinement.bubblewrap_support = lambda uid, gid, drop: "bubblewrap switched off by the test"
+landlock.unavailable = lambda: "Landlock switched off by the test"
 """
 needs_root = pytest.mark.skipif(not AS_ROOT, reason="sandbox users exist only under root")
 
@@ -257,6 +261,8 @@ def test_the_attack_has_teeth_only_when_two_gradings_share_a_user(
                         lambda uid, gid: "namespaces switched off by the test")
     monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                         lambda uid, gid, drop: "bubblewrap switched off by the test")
+    monkeypatch.setattr(graders.sandbox.landlock, "unavailable",
+                        lambda: "Landlock switched off by the test")
     claims = [claim_sandbox_user(), claim_sandbox_user()]
     # "one user": both run as the first claimed user (held by this test, so no one else's
     # worker is in reach), as two gradings did before each got a user of its own

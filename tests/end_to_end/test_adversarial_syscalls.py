@@ -14,12 +14,20 @@ in serve, and prints what it got (``... attack: ...``, kept in results.json's ou
 - ``tcp_to_host_loopback`` connects to a listener the test opens on 127.0.0.1: nobody
   must knock.
 
-Each is graded in three modes: as the grader runs here (bubblewrap, where it can); with
-the privilege drop alone (bubblewrap and root's launcher switched off by a
-``sitecustomize`` on PYTHONPATH, as in Docker's default profile, where namespaces are
-refused); and, to show that each attack has teeth, with the syscall filter switched off
-too, where it must succeed. In the first two, each scores exactly 100.0 (it gains
-nothing) and its evidence shows the attack failed.
+Each is graded in five modes: as the grader runs here (bubblewrap, where it can); with
+the privilege drop and Landlock (bubblewrap and root's launcher switched off by a
+``sitecustomize`` on PYTHONPATH); as root without CAP_SYS_ADMIN (``setpriv`` drops it from
+every set: bubblewrap still runs, as the sandbox user); in a simulation of Docker's default
+profile (a filter refusing namespaces and mounts, installed without no_new_privs as
+Docker's is, then that ``setpriv``: bubblewrap cannot run, Landlock can); and, to show that
+each attack has teeth, with the syscall filter and Landlock switched off too, where it
+must succeed. In all but the last, each scores exactly 100.0 (it gains nothing) and its
+evidence shows the attack failed.
+
+``host_probe`` reads host files, lists ``/`` and ``/proc`` and connects to a listener on
+the host's 127.0.0.1: in each of those modes and as an ordinary user (the grader's
+instructor account, with and without the Docker-like filter), it reads nothing, reaches
+nothing and sees no process but its own sandbox's.
 """
 
 from __future__ import annotations
@@ -40,9 +48,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ADVERSARIAL, AS_ROOT, REPO, kill_marked
+from helpers import (
+    ADVERSARIAL,
+    AS_ROOT,
+    INSTRUCTOR,
+    REPO,
+    SYSTEM_PYTHON,
+    kill_marked,
+    ordinary_regrade_unsupported,
+    ordinary_user,
+    world_readable_install,
+)
 
-from graders.sandbox import syscall_filter
+from graders.sandbox import landlock, syscall_filter
 from graders.sandbox.runner import Limits
 
 pytestmark = [pytest.mark.slow,
@@ -62,12 +80,40 @@ SWITCHES = {
     """),
 }
 SWITCHES[UNFILTERED] = str(SWITCHES[DROP_ONLY]) + textwrap.dedent("""\
+    import graders.sandbox.landlock as landlock
     import graders.sandbox.syscall_filter as syscall_filter
 
+    landlock.unavailable = lambda: "switched off by the test"
     syscall_filter.unavailable = lambda: "switched off by the test"
 """)
-MODES = (AS_GRADED, DROP_ONLY, UNFILTERED)
-FILTERED = (AS_GRADED, DROP_ONLY)
+#: Modes made by a wrapper, not a switch: root without CAP_SYS_ADMIN (setpriv drops it
+#: from the bounding and inheritable sets, so the grader's exec holds it in no set), and
+#: Docker's default profile (that, after a filter that refuses namespaces and mounts).
+NO_ADMIN, DOCKER = "root without CAP_SYS_ADMIN", "docker default profile"
+SWITCHES[NO_ADMIN] = SWITCHES[DOCKER] = None
+MODES = (AS_GRADED, DROP_ONLY, UNFILTERED, NO_ADMIN, DOCKER)
+FILTERED = (AS_GRADED, DROP_ONLY, NO_ADMIN, DOCKER)
+#: Installs a filter refusing what Docker's default profile refuses a container without
+#: CAP_SYS_ADMIN (namespaces, mounts; the keyring too, left out here: the keyring test's
+#: own wrapper, run after this one, needs it), without no_new_privs, as Docker does; then
+#: runs its arguments.
+DOCKER_FILTER = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, os.environ["FILTER_FOLDER"])
+    import syscall_filter
+    REFUSED = {"unshare", "setns", "clone", "clone3", "mount", "umount2", "pivot_root",
+               "chroot", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+               "mount_setattr"}
+    syscall_filter.install(tuple(rule for rule in syscall_filter.RULES if rule.name in REFUSED),
+                           no_new_privs=False)
+    os.execvp(sys.argv[1], sys.argv[1:])
+""")
+DROP_SYS_ADMIN = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
+WRAPPERS = {NO_ADMIN: [*DROP_SYS_ADMIN, "--"],
+            DOCKER: [sys.executable, "-c", DOCKER_FILTER, *DROP_SYS_ADMIN, "--"]}
+#: The row of graders.sandbox.modes each mode must report (as graded: this machine's).
+ROWS = {DROP_ONLY: "root, namespaces refused", NO_ADMIN: "root without CAP_SYS_ADMIN",
+        DOCKER: "root, namespaces refused"}
 #: A grading that takes longer than this is stuck (a generous bound, not a measurement).
 GRADING_TIMEOUT_S = Limits().worst_case_s + 600
 
@@ -117,9 +163,11 @@ def base() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def grade(base: Path, case: str, mode: str, *, wrapper: Sequence[str] = ()) -> Graded:
+def grade(base: Path, case: str, mode: str, *, wrapper: Sequence[str] = (),
+          user: tuple[Any, str] | None = None) -> Graded:
     """Grade ``case`` in ``mode`` (through ``wrapper``, a command that runs the grading as
-    its last arguments), sampling the host's Shmem meanwhile."""
+    its last arguments; as ``user``, a ``pwd`` entry and the PYTHONPATH of a grader it can
+    read, when given), sampling the host's Shmem meanwhile."""
     label = f"{case}-{mode.replace(' ', '-')}"
     home = base / label
     submission, out, temp = home / "submission", home / "out", home / "tmp"
@@ -134,6 +182,15 @@ def grade(base: Path, case: str, mode: str, *, wrapper: Sequence[str] = ()) -> G
         env["PYTHONPATH"] = os.pathsep.join(
             [str(base / f"site-{mode.replace(' ', '-')}"), str(REPO),
              *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+    env["FILTER_FOLDER"] = str(Path(syscall_filter.__file__).parent)
+    python, wrapper = sys.executable, [*WRAPPERS.get(mode, ()), *wrapper]
+    if user is not None:  # the system's Python, on a copy of the grader it can read
+        entry, env["PYTHONPATH"] = user
+        python, env["HOME"] = str(SYSTEM_PYTHON), str(home)
+        wrapper = [*wrapper, "setpriv", f"--reuid={entry.pw_uid}",
+                   f"--regid={entry.pw_gid}", "--clear-groups", "--"]
+        for path in [home, *home.rglob("*")]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
     results = out / "results.json"
     before, peak, done = shmem_bytes(), [0], threading.Event()
 
@@ -145,7 +202,7 @@ def grade(base: Path, case: str, mode: str, *, wrapper: Sequence[str] = ()) -> G
     sampler.start()
     try:
         completed = subprocess.run(
-            [*wrapper, sys.executable, "-m", "graders", "grade", str(submission), "--results",
+            [*wrapper, python, "-m", "graders", "grade", str(submission), "--results",
              str(results), "-q"], cwd=out, env=env, capture_output=True, text=True,
             timeout=GRADING_TIMEOUT_S, check=False)
     finally:
@@ -163,9 +220,12 @@ def assert_gained_nothing(graded: Graded, mode: str) -> None:
     assert graded.results["score"] == 100.0, graded.output[-3000:]
     protections = graded.results["extra_data"]["protections"]
     assert protections["syscall_filter"] is (mode != UNFILTERED)
-    if mode != AS_GRADED:
+    if mode in (DROP_ONLY, UNFILTERED, DOCKER):
         assert protections["tool"] == "none"
         assert protections["privilege_drop"] is True
+    if mode in ROWS:
+        assert protections["mode"] == ROWS[mode]
+        assert protections["landlock"] == (landlock.abi_version() if mode != NO_ADMIN else 0)
 
 
 # --- the keyring ------------------------------------------------------------------------------
@@ -218,7 +278,6 @@ def test_the_graders_session_keyring_is_neither_read_nor_changed(base: Path, mod
     wrapper = [sys.executable, "-c", KEYRING_WRAPPER, str(report)]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SECRET", secret)
-        patch.setenv("FILTER_FOLDER", str(Path(syscall_filter.__file__).parent))
         graded = grade(base, "keyring_steal_and_plant", mode, wrapper=wrapper)
     found = json.loads(report.read_text(encoding="utf-8"))
     if mode == UNFILTERED:  # the attack's teeth: it read the key and rewrote it (each call)
@@ -302,3 +361,75 @@ def test_no_connection_reaches_a_listener_on_the_hosts_loopback(
     assert "network attack: reached &#91;&#93;;" in graded.output  # HTML-escaped brackets
     assert "socket EAFNOSUPPORT" in graded.output
     assert "connect E" not in graded.output  # no connect was even tried
+
+
+# --- where namespaces are refused: the host's files, processes and loopback -------------------
+
+#: Modes of an ordinary user (the grader's instructor account): as it runs here, and in
+#: Docker's default profile, where bubblewrap cannot run.
+USER, USER_DOCKER = "ordinary user", "ordinary user in docker default profile"
+WRAPPERS[USER_DOCKER] = [sys.executable, "-c", DOCKER_FILTER]
+SWITCHES[USER] = SWITCHES[USER_DOCKER] = None
+#: The world-readable file the probe must not read (HOST_FILES in its serving.py).
+PROBED_FILE = Path("/tmp/serving-grader-host-probe/world-readable.txt")
+PROBED_PORTS = range(47850, 47860)
+#: What each mode must report, and the processes the worker may see: its own sandbox's
+#: bubblewrap (pid 1 of its pid namespace), no other.
+PROBED = {AS_GRADED: "bubblewrap", DROP_ONLY: "landlock", NO_ADMIN: "bubblewrap",
+          DOCKER: "landlock", USER: "bubblewrap", USER_DOCKER: "landlock"}
+
+
+@pytest.fixture(scope="module")
+def ordinary(base: Path) -> tuple[Any, str]:
+    """The instructor account and the PYTHONPATH of a grader copy it can read."""
+    reason = ordinary_regrade_unsupported()
+    if reason is not None:
+        pytest.skip(reason)
+    return ordinary_user(INSTRUCTOR), world_readable_install(base / "install")
+
+
+@pytest.fixture
+def probed_listener() -> Iterator[socket.socket]:
+    """A world-readable host file, and a listener on the host's 127.0.0.1."""
+    PROBED_FILE.parent.mkdir(mode=0o755, exist_ok=True)
+    PROBED_FILE.write_text("HOST-SECRET\n", encoding="utf-8")
+    PROBED_FILE.chmod(0o644)
+    for port in PROBED_PORTS:
+        with contextlib.suppress(OSError):
+            server = socket.create_server(("127.0.0.1", port))
+            break
+    else:
+        pytest.fail("no free port in 47850-47859")
+    server.setblocking(False)
+    try:
+        with server:
+            yield server
+    finally:
+        shutil.rmtree(PROBED_FILE.parent, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", list(PROBED))
+def test_the_worker_reads_no_host_file_sees_no_process_and_reaches_no_address(
+        base: Path, mode: str, probed_listener: socket.socket,
+        request: pytest.FixtureRequest) -> None:
+    needs_mode(mode)
+    if PROBED[mode] == "landlock" and landlock.unavailable() is not None:
+        pytest.skip(str(landlock.unavailable()))
+    user = request.getfixturevalue("ordinary") if mode in (USER, USER_DOCKER) else None
+    graded = grade(base, "host_probe", mode, user=user)
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    assert graded.results["score"] == 100.0, graded.output[-3000:]
+    protections = graded.results["extra_data"]["protections"]
+    assert PROBED[mode] in protections["layers"]
+    assert protections["syscall_filter"] is True
+    with pytest.raises(BlockingIOError):
+        probed_listener.accept()
+    probe = next(line for line in graded.output.split("\\n") if "host probe:" in line)
+    assert "host probe: read &#91;&#93;;" in probe  # HTML-escaped brackets
+    assert "reached &#91;&#93;;" in probe
+    assert "HOST-SECRET" not in graded.output
+    if PROBED[mode] == "landlock":
+        assert "listed 0 entries of /; saw other processes &#91;&#93;;" in probe
+        assert "open EACCES" in probe
+    else:
+        assert "saw other processes &#91;'bwrap'&#93;;" in probe

@@ -191,9 +191,10 @@ def test_the_header_reports_the_settings_in_force(pytester: pytest.Pytester) -> 
         "serving-grader: grading *serving.py on tracks cloud_fleet, iphone, oura_ring, robotaxi",
         "serving-grader: tolerance rel 0.01, abs 1e-06, 1.5 s per call, max score 100, "
         "7 examples per invariant",
-        "serving-grader: the student's code runs as an unprivileged sandbox user of its "
-        "own* (serving-sandbox*, uid *)"
-        if os.geteuid() == 0 else "serving-grader: no privilege drop, *",
+        # the row of graders.sandbox.modes, its layers, then what they mean
+        "serving-grader: root * (*): the student's code runs as an unprivileged sandbox "
+        "user of its own* (serving-sandbox*, uid *)"
+        if os.geteuid() == 0 else "serving-grader: * (*): *the student's code runs as this user*",
     ])
 
 

@@ -29,8 +29,8 @@ import pytest
 from helpers import ADVERSARIAL, CORPUS, kill_marked
 
 import graders.sandbox.confinement
+from graders.sandbox import landlock, modes, syscall_filter
 from graders.sandbox import launcher as confinement_launcher
-from graders.sandbox import syscall_filter
 from graders.sandbox.confinement import (
     COVERED_FOLDERS,
     LAUNCHER,
@@ -283,8 +283,11 @@ def confined(namespaces: SandboxUser, namespaces_alone: None) -> Iterator[Studen
 
 def test_without_root_no_confinement_is_claimed_only_the_syscall_filter() -> None:
     protections = protections_for(None)
+    row = modes.ROOT_ALONE if os.geteuid() == 0 else modes.USER_REFUSED
     assert protections == Protections(False, False, False, False, protections.description,
-                                      syscall_filter=syscall_filter.unavailable() is None)
+                                      syscall_filter=syscall_filter.unavailable() is None,
+                                      mode=row.name, layers=protections.layers)
+    assert set(protections.layers) <= set(row.layers)
     assert "the student's code runs as this user" in protections.description
     assert protections.as_dict()["privilege_drop"] is False
 
@@ -366,6 +369,8 @@ def test_where_namespaces_are_unavailable_the_worker_runs_as_before(
     monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
                         lambda uid, gid: "cannot confine the worker: unshare: Operation "
                                          "not permitted")
+    # the privilege drop alone (test_landlock.py tests what Landlock adds there)
+    monkeypatch.setattr(landlock, "unavailable", lambda: "switched off by the test")
     close_to_others(protected_folders())
     marker = Path(tempfile.mkdtemp(prefix="confinement-visible-"))
     try:
@@ -387,14 +392,16 @@ def test_where_namespaces_are_unavailable_the_worker_runs_as_before(
 def test_where_namespaces_are_available_every_protection_is_claimed(
         namespaces: SandboxUser) -> None:
     with StudentRunner(PROBE, sandbox=namespaces) as runner:
-        assert runner.protections == Protections(True, True, True, True,
-                                                 runner.protections.description,
-                                                 tool="launcher", syscall_filter=True)
+        assert runner.protections == Protections(
+            True, True, True, True, runner.protections.description, tool="launcher",
+            syscall_filter=True, mode=modes.ROOT_LAUNCHER.name,
+            layers=modes.ROOT_LAUNCHER.layers)
         assert runner.protections.description.startswith(
-            "the student's code runs as an unprivileged sandbox user of its own, "
-            "without network, with 64 MiB and 4096 files of temporary space, and private, "
-            "bounded IPC; it can read world-readable files (bubblewrap is off in these "
-            "tests); a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
+            "root with CAP_SYS_ADMIN, no bubblewrap (launcher, syscall filter, privilege drop, "
+            "rlimits, process sweep): the student's code runs as an unprivileged sandbox user "
+            "of its own, without network, with 64 MiB and 4096 files of temporary space, and "
+            "private, bounded IPC; it can read world-readable files (bubblewrap is off in "
+            "these tests); a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
             "and sockets other than AF_UNIX")
 
 

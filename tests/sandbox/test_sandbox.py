@@ -28,6 +28,7 @@ from helpers import CORPUS, REPO
 
 import graders.sandbox.cleanup
 import graders.sandbox.confinement
+import graders.sandbox.landlock
 import graders.sandbox.privileges
 import graders.sandbox.runtime
 import graders.sandbox.syscall_filter
@@ -568,12 +569,15 @@ LEAVES_EVERYTHING = textwrap.dedent("""
 
 @pytest.fixture
 def without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker runs without namespaces of its own (as where the kernel refuses them):
-    the sweep after the grading is then what removes its leftovers."""
+    """The worker runs without namespaces of its own (as where the kernel refuses them)
+    and without Landlock, which would keep it out of the shared places: the sweep after
+    the grading is then what removes its leftovers."""
     monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
                         lambda uid, gid: "namespaces switched off by the test")
     monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                         lambda uid, gid, drop: "bubblewrap switched off by the test")
+    monkeypatch.setattr(graders.sandbox.landlock, "unavailable",
+                        lambda: "Landlock switched off by the test")
 
 
 @pytest.fixture
