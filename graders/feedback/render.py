@@ -60,10 +60,10 @@ table.reality caption { text-align: left; font-weight: 600; padding-bottom: 0.2r
 """
 REALITY_TEXT = (
     '<div class="reality-note"><p><strong>Where the formulas meet reality (not graded).'
-    "</strong> The green line is the p99 a real queue with these inputs has: exact "
-    "without batching for an M/M/c queue (service cv 1) or one replica (M/G/1: Poisson "
-    "arrivals, gamma service times with the track's mean and cv), otherwise simulated "
-    "(batches released when full) with its 95 % confidence band shaded. You are graded "
+    "</strong> The green line is the p99 a real queue with these inputs has (Poisson "
+    "arrivals, gamma service times with the track's mean and cv, batches released when "
+    "full): exact without batching for an M/M/c queue (service cv 1) or one replica "
+    "(M/G/1), otherwise simulated, with its 95 % confidence band shaded. You are graded "
     "on the lab's formulas, which differ for three reasons:</p><ul>"
     "<li><em>The service tail.</em> The formula adds a waiting-time quantile to the "
     "<em>mean</em> service time; a real request's own service time has a tail too, so a "
