@@ -17,17 +17,22 @@ def _tracks(args: argparse.Namespace) -> tuple[Track, ...]:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    """Simulate every track's curves into the trusted cache folder (unless there)."""
+    """Compute the curves of every track whose file (or the method) changed since its last
+    build into the trusted cache folder, one folder per track."""
     tracks = _tracks(args)
+    before = [track.track_id for track in tracks if cached_file(track) is not None]
     found = built_reality(tracks)
-    kept = cached_file(tracks)
-    if kept is None:
+    kept = [cached_file(track) for track in tracks]
+    if any(path is None for path in kept):
         print("graders: error: the grader's cache folder is not usable, so the reality "
               "curves were computed but not kept; check that it is a folder you own that "
               "no one else may write", file=sys.stderr)
         return 1
+    folder = display_path(next(path for path in kept if path is not None).parent.parent)
+    built = [track_id for track_id in found if track_id not in before]
     print(f"reality curves ready for {len(found)} of {len(tracks)} tracks "
-          f"({', '.join(found)}) in {display_path(kept.parent)}")
+          f"({', '.join(found)}) in {folder}; built now: {', '.join(built) or 'none'}, "
+          f"already built: {', '.join(before) or 'none'}")
     return 0
 
 

@@ -16,7 +16,7 @@ from graders.feedback.curves import track_sweeps
 from graders.feedback.measure import MeasuredSweep, measure
 from graders.feedback.render import PlotView, build_page
 from graders.reality.curves import RealityCurve
-from graders.reality.store import load_reality
+from graders.reality.store import load_reality, missing_reasons
 from graders.results.files import write_text_atomically
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ class FeedbackReport:
     error: str | None = None
     #: Each track's reality curves, read from their cache (none when not built).
     reality: Mapping[str, tuple[RealityCurve, ...]] = field(default_factory=dict)
+    #: Why a track has no reality curves (graders.reality.store.missing_reasons).
+    reality_missing: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, tracks: Sequence[Track], runner: StudentRunner,
@@ -50,9 +52,10 @@ class FeedbackReport:
                                    f"{type(error).__name__}: {error}")
         try:
             reality = load_reality(tracks)
+            missing = missing_reasons(tracks, reality)
         except Exception:  # the reality curves are a bonus: never a failure of the page
-            reality = {}
-        return cls(labels, tuple(measured), reality=reality)
+            reality, missing = {}, {}
+        return cls(labels, tuple(measured), reality=reality, reality_missing=missing)
 
     def views(self) -> list[PlotView]:
         """One view per track and plotted function, with its figure drawn."""
@@ -84,7 +87,8 @@ class FeedbackReport:
                                f"{failure}"
         notes = () if error is None else (error,)
         try:
-            return build_page(document, views, reality=self.reality, notes=notes)
+            return build_page(document, views, reality=self.reality,
+                              reality_missing=self.reality_missing, notes=notes)
         except Exception as failure:  # e.g. a malformed document: say so, keep the score
             reason = f"the page could not be built: {type(failure).__name__}: {failure}"
             score = document.get("score", 0.0)

@@ -245,7 +245,8 @@ def _reality(drawing: _Drawing, curve: RealityCurve) -> None:
         upper = [a.point(p.x, min(p.p99_ms + p.half_ms, a.y.high)) for p in shown]
         lower = [a.point(p.x, max(p.p99_ms - p.half_ms, a.y.low)) for p in reversed(shown)]
         drawing.canvas.polygon([*upper, *lower], REALITY, opacity=0.18)
-    label = "simulated p99 (95 % band)" if simulated else "exact p99 (M/M/c)"
+    label = "simulated p99 (95 % band)" if simulated else \
+        f"exact p99 ({'M/M/c' if curve.service_cv == 1.0 else 'M/G/1'})"
     drawing.path([[a.point(p.x, p.p99_ms) for p in shown]], Stroke(REALITY, 1.8),
                  round_cap=True)
     drawing.legend.append(Entry(label, Stroke(REALITY, 1.8)))

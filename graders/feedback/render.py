@@ -19,7 +19,8 @@ from typing import Any
 
 from graders.escaping import for_html
 from graders.reality.curves import RealityCurve
-from graders.reality.table import error_text, input_text, milliseconds, real_text
+from graders.reality.store import MISSING_TEXT
+from graders.reality.table import error_text, flip_text, input_text, milliseconds, real_text
 from graders.results.essentials import first_case
 from graders.results.reports import TRACK_TABLE_TITLE, points_text, result_tags
 
@@ -59,11 +60,11 @@ table.reality caption { text-align: left; font-weight: 600; padding-bottom: 0.2r
 """
 REALITY_TEXT = (
     '<div class="reality-note"><p><strong>Where the formulas meet reality (not graded).'
-    "</strong> The green line is the p99 a real queue with these inputs has: exact for "
-    "an M/M/c queue (service cv 1, no batching), otherwise simulated (Poisson arrivals, "
-    "gamma service times with the track's mean and cv, batches released when full) with "
-    "its 95 % confidence band shaded. You are graded on the lab's formulas, which differ "
-    "for three reasons:</p><ul>"
+    "</strong> The green line is the p99 a real queue with these inputs has (Poisson "
+    "arrivals, gamma service times with the track's mean and cv, batches released when "
+    "full): exact without batching for an M/M/c queue (service cv 1) or one replica "
+    "(M/G/1), otherwise simulated, with its 95 % confidence band shaded. You are graded "
+    "on the lab's formulas, which differ for three reasons:</p><ul>"
     "<li><em>The service tail.</em> The formula adds a waiting-time quantile to the "
     "<em>mean</em> service time; a real request's own service time has a tail too, so a "
     "lightly loaded fleet's formula p99 is just its mean service time.</li>"
@@ -74,11 +75,10 @@ REALITY_TEXT = (
     "mean and cv can have very different tails; no formula in the mean and cv alone can "
     "know which one you have.</li></ul>"
     "<p>A purple &#9670; marks an input at which the formula and reality disagree about "
-    "the SLO: the verdict would flip.</p></div>")
-REALITY_MISSING = (
-    '<p class="reality-missing">The real p99 of this track is not shown: its track file '
-    "changed after the curves were computed (an instructor recomputes them with "
-    "<code>graders reality build</code>).</p>")
+    "the SLO: the verdict would flip. The table under each track's figures gives where "
+    "they differ as intervals: each change lies between the two inputs named.</p></div>")
+REALITY_MISSING = '<p class="reality-missing" data-reason="{reason}">The real p99 of this ' \
+    "track is not shown: {text}.</p>"
 HIDDEN_ROW = "(hidden tests)"
 HIDDEN_TEXT = {
     "hidden": "hidden: its details are not shown",
@@ -128,10 +128,13 @@ def shown_pair(earned: float, maximum: float) -> tuple[str, str]:
 def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
                title: str = "Serving lab feedback",
                reality: Mapping[str, Sequence[RealityCurve]] | None = None,
+               reality_missing: Mapping[str, str] | None = None,
                notes: Sequence[str] = ()) -> str:
     """The whole page for one grading run; ``reality``: each track's exact or simulated
-    tails, drawn in the figures and tabled under them (never graded); ``notes``: what
-    went wrong with the page itself (shown as "(feedback report: ...)").
+    tails, drawn in the figures and tabled under them (never graded); ``reality_missing``:
+    why a track has none (a key of :data:`graders.reality.store.MISSING_TEXT`, "not
+    built" when not given); ``notes``: what went wrong with the page itself (shown as
+    "(feedback report: ...)").
 
     ``document`` is a results document (see :mod:`graders.results.reports`); its
     ``output`` is shown only in the ``text`` format. Two keys of the page's own may come
@@ -167,7 +170,7 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
         + (' &middot; <a href="#printed">what your code printed</a>' if printed else "")
         + "</nav></header>",
         _score_tables(tests),
-        _curves(plots, reality or {}),
+        _curves(plots, reality or {}, reality_missing or {}),
         _feedback(tests),
         _printed(printed),
         _versions(extra),
@@ -324,7 +327,8 @@ def _test_item(number: int, test: Mapping[str, Any]) -> str:
     return item + "</li>"
 
 
-def _curves(plots: Sequence[PlotView], reality: Mapping[str, Sequence[RealityCurve]]) -> str:
+def _curves(plots: Sequence[PlotView], reality: Mapping[str, Sequence[RealityCurve]],
+            missing: Mapping[str, str]) -> str:
     parts = ['<section id="curves"><h2>Your curves against the reference</h2>',
              "<p>Thick pale lines are the reference; dashed lines with dots are yours. "
              "&#9650; at the top of a plot is an infinite value (an unstable queue); "
@@ -342,17 +346,23 @@ def _curves(plots: Sequence[PlotView], reality: Mapping[str, Sequence[RealityCur
                      f"<h3>{esc(members[0].track_label)} ({esc(track_id)})</h3>"
                      '<div class="plots">')
         parts.extend(_plot(plot) for plot in members)
-        missing = bool(reality) and track_id not in reality
-        parts.append("</div>" + (REALITY_MISSING if missing else
-                                 _reality_table(track_id, reality.get(track_id, ())))
+        parts.append("</div>" + (_reality_table(track_id, reality[track_id])
+                                 if track_id in reality else
+                                 _reality_missing(missing.get(track_id, "not built")))
                      + "</section>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
+def _reality_missing(reason: str) -> str:
+    """One line: why the track has no reality curve, and what to run."""
+    text = MISSING_TEXT.get(reason, MISSING_TEXT["not built"])
+    return REALITY_MISSING.format(reason=esc(reason), text=esc(text))
+
+
 def _reality_table(track_id: str, curves: Sequence[RealityCurve]) -> str:
-    """The track's formula p99 against the real one at its defaults, and every input at
-    which the SLO verdict would flip."""
+    """The track's formula p99 against the real one at its defaults, and where the SLO
+    verdicts of the formula and of reality differ."""
     if not curves:
         return ""
     rows = "".join(
@@ -361,13 +371,13 @@ def _reality_table(track_id: str, curves: Sequence[RealityCurve]) -> str:
         f'<td class="num">{esc(milliseconds(c.default.formula_p99_ms))}</td>'
         f'<td class="num">{esc(real_text(c.default))}</td>'
         f'<td class="num">{esc(error_text(c.default))}</td>'
-        f"<td>{esc(', '.join(input_text(c, p.x) for p in c.flips()) or 'nowhere')}</td></tr>"
+        f"<td>{esc(flip_text(c))}</td></tr>"
         for c in curves)
     return (f'<table class="reality" data-track="{esc(track_id)}"><caption>Formula against '
             "reality at the track's defaults (SLO "
             f"{esc(milliseconds(curves[0].slo_ms))}; not graded)</caption><thead><tr>"
             "<th>function</th><th>at</th><th>formula p99</th><th>real p99</th><th>error</th>"
-            f"<th>SLO verdict flips at</th></tr></thead><tbody>{rows}</tbody></table>")
+            f"<th>SLO verdicts differ</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def _plot(plot: PlotView) -> str:

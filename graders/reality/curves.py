@@ -1,11 +1,12 @@
 """Each track's reality curves: the formula's p99 beside the exact or simulated one.
 
 Two curves per track, on the same inputs as the feedback page's: ``queueing_latency``
-against the load (exact M/M/c when the service cv is 1, else simulated) and
-``batching_tax`` against the batch size (batches released when full, simulated; exact
-M/M/c at batch 1 and cv 1). Each also holds the point at the track's defaults, for
-``graders tracks show``. Building them runs the simulation (numpy); reading them
-(:mod:`graders.reality.store`) runs nothing.
+against the load and ``batching_tax`` against the batch size (batches released when
+full). A point is exact where a closed form or a numerical inversion exists (M/M/c: cv 1
+without batching, :mod:`reference.tails`; one replica without batching, M/G/1 with gamma
+service: :mod:`graders.reality.mg1`), else simulated. Each also holds the point at the
+track's defaults, for ``graders tracks show``. Building them runs the simulation (numpy);
+reading them (:mod:`graders.reality.store`) runs nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from graders.reality import mg1
 from graders.reality.simulate import Distribution, Scenario, estimate
 
 if TYPE_CHECKING:
@@ -75,15 +77,20 @@ class RealityCurve:
 
 
 def _real(scenario: Scenario, formula_p99_ms: float, x: float) -> RealityPoint:
-    """The exact point when the scenario is M/M/c, else the simulated one."""
+    """The exact point when the scenario is M/M/c or M/G/1 (gamma), else the simulated one."""
     from reference.tails import mmc_p99_ms
 
     if not scenario.utilization < 1.0:
         return RealityPoint(x, formula_p99_ms, math.inf, 0.0, "unstable")
-    if scenario.service_cv == 1.0 and scenario.batch_size == 1 \
-            and scenario.distribution == "gamma":
+    unbatched = scenario.batch_size == 1 and scenario.distribution == "gamma"
+    if unbatched and scenario.service_cv == 1.0:
         exact = mmc_p99_ms(arrival_qps=scenario.arrival_qps, service_ms=scenario.service_ms,
                            replicas=scenario.replicas)
+        return RealityPoint(x, formula_p99_ms, exact, 0.0, "exact")
+    if unbatched and scenario.replicas == 1 and scenario.service_cv > 0:
+        exact = mg1.quantile_ms(0.99, arrival_qps=scenario.arrival_qps,
+                                service_ms=scenario.service_ms,
+                                service_cv=scenario.service_cv)
         return RealityPoint(x, formula_p99_ms, exact, 0.0, "exact")
     found = estimate(scenario)
     return RealityPoint(x, formula_p99_ms, found.p99_ms, found.p99_half_ms, "simulated")

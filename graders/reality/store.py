@@ -2,10 +2,12 @@
 grading without running anything.
 
 A document holds, per track, the SHA-256 of the track file it was built from; a track
-whose file has changed since gets no reality curve (never a stale one). It is found, in
-order, beside the grader's package (a student bundle or a Gradescope zip, written by the
-export) or in the grader's trusted cache folder (owned by the grader's user, checked
-against its manifest, never writable by a sandbox user).
+whose file has changed since gets no reality curve (never a stale one), and the page says
+why (:func:`missing_reasons`). It is found, in order, beside the grader's package (a
+student bundle or a Gradescope zip, written by the export: every track in one document)
+or in the grader's trusted cache folder (one folder per track, keyed by the track's id,
+its file's bytes and the method, so editing one track rebuilds that track only; owned by
+the grader's user, checked against its manifest, never writable by a sandbox user).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graders.errors import GraderError
-from graders.reality import curves, simulate
+from graders.reality import curves, mg1, simulate
 from graders.reality.curves import RealityCurve, RealityPoint
 
 if TYPE_CHECKING:
@@ -40,17 +42,16 @@ def _digest(path: Path) -> str:
 def method_key() -> str:
     """Changes when the way the curves are computed changes (this package's source)."""
     digest = hashlib.sha256()
-    for module in (curves, simulate):
+    for module in (curves, mg1, simulate):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:20]
 
 
-def cache_key(tracks: Sequence[Track]) -> str:
-    """The cache folder's key: the method and every track file's bytes."""
-    digest = hashlib.sha256(method_key().encode())
-    for track in tracks:
-        digest.update(f"{track.track_id}:{_digest(track.path)}".encode())
-    return digest.hexdigest()[:20]
+def cache_key(track: Track) -> str:
+    """One track's cache folder key: its id, then a digest of the method and its file's
+    bytes (so editing one track file rebuilds that track's curves only)."""
+    digest = hashlib.sha256(f"{method_key()}:{track.track_id}:{_digest(track.path)}".encode())
+    return f"{track.track_id}-{digest.hexdigest()[:20]}"
 
 
 def _number(value: float) -> float | str:
@@ -62,24 +63,33 @@ def _point_data(point: RealityPoint) -> dict[str, Any]:
             for key, value in asdict(point).items()}
 
 
-def build_document(tracks: Iterable[Track]) -> dict[str, Any]:
-    """The document for ``tracks``: runs the simulation (seconds per track)."""
-    import numpy
-
-    entries = {}
-    for track in tracks:
-        built = curves.track_reality(track)
-        entries[track.track_id] = {
-            "track_sha256": _digest(track.path),
+def track_entry(track: Track) -> dict[str, Any]:
+    """One track's entry of a document: runs the simulation (seconds)."""
+    built = curves.track_reality(track)
+    return {"track_sha256": _digest(track.path),
             "curves": [{**{k: v for k, v in asdict(curve).items()
                            if k not in ("points", "default")},
                         "points": [_point_data(p) for p in curve.points],
                         "default": _point_data(curve.default)} for curve in built]}
+
+
+def document(entries: Mapping[str, Any]) -> dict[str, Any]:
+    """A document holding ``entries`` (track id to :func:`track_entry`)."""
+    import numpy
+
     return {"schema_version": SCHEMA_VERSION, "method": method_key(),
             "simulation": {"requests": simulate.REQUESTS, "seeds": simulate.SEEDS,
                            "warmup_fraction": simulate.WARMUP_FRACTION,
+                           "run_relaxations": simulate.RUN_RELAXATIONS,
+                           "warmup_relaxations": simulate.WARMUP_RELAXATIONS,
+                           "max_requests": simulate.MAX_REQUESTS,
                            "numpy": numpy.__version__},
-            "tracks": entries}
+            "tracks": dict(entries)}
+
+
+def build_document(tracks: Iterable[Track]) -> dict[str, Any]:
+    """The document for ``tracks``: runs the simulation (seconds per track)."""
+    return document({track.track_id: track_entry(track) for track in tracks})
 
 
 def document_text(document: Mapping[str, Any]) -> str:
@@ -121,64 +131,106 @@ def bundled_file() -> Path:
     return Path(__file__).parents[1] / REALITY_NAME
 
 
-def cached_file(tracks: Sequence[Track]) -> Path | None:
-    """The document in the grader's trusted cache folder, if one was built for ``tracks``."""
+def cached_file(track: Track) -> Path | None:
+    """The document in the grader's trusted cache folder, if one was built for ``track``
+    as its file is now."""
     from graders.sandbox.runtime import trusted_cached_folder
 
-    folder = trusted_cached_folder(CACHE_KIND, cache_key(tracks))
+    folder = trusted_cached_folder(CACHE_KIND, cache_key(track))
     return None if folder is None else folder / REALITY_NAME
 
 
-def build_cache(tracks: Sequence[Track], private_parent: Path) -> Path:
-    """Build the document into the trusted cache folder (unless there already) and return
-    its path."""
+def build_cache(track: Track, private_parent: Path) -> Path:
+    """Build ``track``'s document into the trusted cache folder (unless there already) and
+    return its path."""
     from graders.sandbox.runtime import cached_folder
 
     def build(staging: Path) -> None:
-        (staging / REALITY_NAME).write_text(document_text(build_document(tracks)),
+        (staging / REALITY_NAME).write_text(document_text(build_document([track])),
                                             encoding="utf-8")
 
-    return cached_folder(CACHE_KIND, cache_key(tracks), build, private_parent) / REALITY_NAME
+    return cached_folder(CACHE_KIND, cache_key(track), build, private_parent) / REALITY_NAME
+
+
+def _read(path: Path | None, tracks: Sequence[Track]) -> dict[str, tuple[RealityCurve, ...]]:
+    """The curves of ``tracks`` in the document at ``path``; none when unreadable."""
+    if path is None or not path.is_file():
+        return {}
+    try:
+        return parse_document(json.loads(path.read_text(encoding="utf-8")), tracks)
+    except (OSError, ValueError, TypeError, KeyError, GraderError):
+        return {}
 
 
 def load_reality(tracks: Sequence[Track]) -> dict[str, tuple[RealityCurve, ...]]:
     """The reality curves of ``tracks`` that a bundle or the cache holds; runs nothing.
 
-    Tracks without curves are missing from the result (the page then says how to build
-    them); an unreadable document counts as none.
+    Tracks without curves are missing from the result (:func:`missing_reasons` says why);
+    an unreadable document counts as none.
     """
-    found: dict[str, tuple[RealityCurve, ...]] = {}
-    for path in (bundled_file(), cached_file(tracks)):
-        if path is None or not path.is_file():
-            continue
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-            more = parse_document(document, [t for t in tracks if t.track_id not in found])
-        except (OSError, ValueError, TypeError, KeyError, GraderError):
-            continue
-        found.update(more)
+    found = _read(bundled_file(), tracks)
+    for track in tracks:
+        if track.track_id not in found:
+            found.update(_read(cached_file(track), [track]))
     return found
 
 
+#: Why a track has no reality curve: one line each, with what to run.
+MISSING_TEXT = {
+    "not built": "its curves were never built here, or their cache was deleted: run "
+                 "'graders reality build'",
+    "changed": "its track file (or the grader) changed after its curves were built: run "
+               "'graders reality build' again",
+}
+
+
+def _built_before(track: Track) -> bool:
+    """True when a bundle or a cache folder holds curves of ``track``'s id built from
+    another version of its file or of the grader."""
+    from graders.sandbox.runtime import trusted_cached_folders
+
+    paths = [bundled_file(), *(folder / REALITY_NAME for folder in
+                               trusted_cached_folders(CACHE_KIND, f"{track.track_id}-"))]
+    for path in paths:
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8")).get("tracks", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(entries, Mapping) and track.track_id in entries:
+            return True
+    return False
+
+
+def missing_reasons(tracks: Sequence[Track], found: Mapping[str, object]) -> dict[str, str]:
+    """Each track without curves in ``found``: a key of :data:`MISSING_TEXT`."""
+    return {track.track_id: "changed" if _built_before(track) else "not built"
+            for track in tracks if track.track_id not in found}
+
+
 def built_reality(tracks: Sequence[Track]) -> dict[str, tuple[RealityCurve, ...]]:
-    """The curves of every track: read, or built into the cache first (instructor commands
-    only; a grading reads with :func:`load_reality`)."""
+    """The curves of every track: read, or built into the cache first, one track at a
+    time (instructor commands only; a grading reads with :func:`load_reality`)."""
     import tempfile
 
     found = load_reality(tracks)
-    if len(found) == len(tracks):
+    missing = [track for track in tracks if track.track_id not in found]
+    if not missing:
         return found
     with tempfile.TemporaryDirectory() as private:
-        path = build_cache(tracks, Path(private))
-        return parse_document(json.loads(path.read_text(encoding="utf-8")), tracks)
+        for track in missing:
+            found.update(_read(build_cache(track, Path(private)), [track]))
+    return {track.track_id: found[track.track_id] for track in tracks
+            if track.track_id in found}
 
 
 def exported_text(tracks: Sequence[Track]) -> str:
-    """The document an export ships beside the grader: the cached one, built if missing."""
+    """The document an export ships beside the grader: every track's cached entry (built
+    if missing), in one document."""
     import tempfile
 
-    cached = cached_file(tracks)
-    if cached is not None:
-        return cached.read_text(encoding="utf-8")
+    entries: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as private:
-        return build_cache(tracks, Path(private)).read_text(encoding="utf-8")
+        for track in tracks:
+            path = cached_file(track) or build_cache(track, Path(private))
+            entries.update(json.loads(path.read_text(encoding="utf-8"))["tracks"])
+    return document_text(document(entries))

@@ -10,7 +10,7 @@ from graders.reality.curves import LOADS, RealityCurve, RealityPoint
 #: A formula p99 within this fraction of reality "holds".
 HOLDS_WITHIN = 0.10
 HEADER = ("| track | function | at | formula p99 | real p99 | error | formula within 10 % "
-          "| SLO verdict flips at |")
+          "| SLO verdicts differ |")
 
 
 def milliseconds(value: float) -> str:
@@ -42,21 +42,84 @@ def input_text(curve: RealityCurve, x: float) -> str:
     return f"{x:.4g} req/s"
 
 
-def _where_it_holds(curve: RealityCurve) -> str:
-    """The inputs at which the formula's p99 is within :data:`HOLDS_WITHIN` of reality."""
-    good = [curve.points[i] for i in range(len(curve.points))
-            if curve.points[i].source != "unstable"
-            and abs(curve.points[i].error) <= HOLDS_WITHIN]
-    if not good:
-        return "nowhere"
-    if curve.function == "queueing_latency":
-        loads = {p.x: rho for p, rho in zip(curve.points, LOADS, strict=True)}
-        return ", ".join(f"{loads[p.x]:g}" for p in good) + " of capacity"
-    return "B = " + ", ".join(f"{p.x:g}" for p in good)
+def _load_of(curve: RealityCurve, point: RealityPoint) -> float | None:
+    """The load (fraction of capacity) of a queueing_latency point, if it is one of
+    :data:`LOADS`."""
+    loads = dict(zip((p.x for p in curve.points), LOADS, strict=False))
+    return loads.get(point.x) if curve.function == "queueing_latency" else None
+
+
+def _at(curve: RealityCurve, point: RealityPoint) -> str:
+    """An input as the table's ranges name it: "0.5" (of capacity) or "B = 4"."""
+    load = _load_of(curve, point)
+    return f"{load:g}" if load is not None else input_text(curve, point.x)
+
+
+def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
+    """The ``(first, last)`` indices of each run of consecutive true flags."""
+    runs: list[tuple[int, int]] = []
+    for index, flag in enumerate(flags):
+        if flag and runs and runs[-1][1] == index - 1:
+            runs[-1] = (runs[-1][0], index)
+        elif flag:
+            runs.append((index, index))
+    return runs
+
+
+def _unit(curve: RealityCurve) -> str:
+    return " of capacity" if curve.function == "queueing_latency" else ""
+
+
+def where_it_holds(curve: RealityCurve) -> str:
+    """The computed inputs at which the formula's p99 is within :data:`HOLDS_WITHIN` of
+    reality, as ranges of adjacent computed points: "0.3 to 0.99 of capacity"."""
+    points = curve.points
+    good = [p.source != "unstable" and abs(p.error) <= HOLDS_WITHIN for p in points]
+    ranges = [_at(curve, points[a]) if a == b else f"{_at(curve, points[a])} to "
+              f"{_at(curve, points[b])}" for a, b in _runs(good)]
+    return ", ".join(ranges) + _unit(curve) if ranges else "nowhere"
+
+
+def flip_text(curve: RealityCurve) -> str:
+    """Where the SLO verdicts of the formula and of reality differ, as intervals whose
+    ends lie between two computed inputs: "from between B = 64 and B = 96 on"."""
+    points = curve.points
+    last = len(points) - 1
+
+    def between(a: int, b: int) -> str:
+        return f"between {_at(curve, points[a])} and {_at(curve, points[b])}"
+
+    parts = []
+    for a, b in _runs([p.flips(curve.slo_ms) for p in points]):
+        start = f"from {between(a - 1, a)}" if a > 0 else ""
+        end = f"until {between(b, b + 1)}" if b < last else ""
+        if not (start or end):
+            parts.append("at every computed input")
+        else:
+            parts.append(" ".join(x for x in (start or f"from {_at(curve, points[0])}",
+                                              end or "on") if x))
+    return "; ".join(parts) + _unit(curve) if parts else "nowhere"
 
 
 #: The loads of the table of the queueing formula's error, as fractions of capacity.
-TABLE_LOADS = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
+TABLE_LOADS = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
+#: The load at which a track whose default load is unstable compares its queueing formula.
+STABLE_LOAD = 0.5
+
+LOAD_LEGEND = ("The queueing formula's p99 against the real one, by load. *Load*: the "
+               "arrival rate as a fraction of the fleet's capacity (replicas x 1000 / "
+               "service_ms requests per second). *Error*: formula p99 / real p99 - 1, "
+               "negative when the formula is optimistic (it promises a lower p99 than the "
+               "queue has). The real p99 is exact (M/M/c; one replica: M/G/1, by Laplace "
+               "inversion) or simulated (with its 95 % interval).")
+DEFAULT_LEGEND = ("Both functions at each track's defaults (queueing_latency at load "
+                  f"{STABLE_LOAD:g} where the default load is unstable). *Formula within "
+                  "10 %*: the computed loads (fractions of capacity) or batch sizes at which "
+                  "the error is at most 10 % either way, as ranges of adjacent computed "
+                  "inputs. *SLO verdicts differ*: where the formula meets the SLO and the "
+                  "real p99 does not, or the reverse (only where the real p99's interval is "
+                  "clear of the SLO); each change lies between the two computed inputs "
+                  "named.")
 
 
 def load_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:
@@ -75,19 +138,31 @@ def load_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:
 
 
 def table_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:
-    """Both tables: the queueing formula's error against load, then one row per track and
-    function at the track's defaults."""
-    return [*load_lines(reality), "", *default_lines(reality)]
+    """Both tables, each after its legend: the queueing formula's error against load,
+    then one row per track and function at the track's defaults."""
+    return [LOAD_LEGEND, "", *load_lines(reality), "", DEFAULT_LEGEND, "",
+            *default_lines(reality)]
+
+
+def shown_point(curve: RealityCurve) -> tuple[str, RealityPoint]:
+    """The input the defaults table compares at, and its point: the default, or load
+    :data:`STABLE_LOAD` when the default load is unstable."""
+    point = curve.default
+    if curve.function == "queueing_latency" and point.source == "unstable":
+        stable = dict(zip(LOADS, curve.points, strict=True))[STABLE_LOAD]
+        return (f"{input_text(curve, stable.x)} (load {STABLE_LOAD:g}; default "
+                f"{input_text(curve, point.x)} is unstable)", stable)
+    return input_text(curve, point.x), point
 
 
 def default_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:
-    """One row per track and function, at the track's defaults."""
+    """One row per track and function, at the track's defaults (:func:`shown_point`)."""
     lines = [HEADER, "|---|---|---|---|---|---|---|---|"]
     for track_id, found in reality.items():
         for curve in found:
-            point = curve.default
-            flips = ", ".join(input_text(curve, p.x) for p in curve.flips()) or "nowhere"
-            lines.append(f"| {track_id} | {curve.function} | {input_text(curve, point.x)} "
+            at, point = shown_point(curve)
+            lines.append(f"| {track_id} | {curve.function} | {at} "
                          f"| {milliseconds(point.formula_p99_ms)} | {real_text(point)} "
-                         f"| {error_text(point)} | {_where_it_holds(curve)} | {flips} |")
+                         f"| {error_text(point)} | {where_it_holds(curve)} "
+                         f"| {flip_text(curve)} |")
     return lines

@@ -8,6 +8,7 @@ only: neither the grader, nor ``reference/``, nor the rest of site-packages.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -201,6 +202,17 @@ def trusted_cached_folder(kind: str, key: str) -> Path | None:
         return None
     folder = _cached_path(shared, kind, key)
     return folder if _is_trusted(folder) else None
+
+
+def trusted_cached_folders(kind: str, key_prefix: str) -> list[Path]:
+    """Every trusted shared folder built under ``kind`` with a key starting with
+    ``key_prefix`` (sorted by name); builds nothing."""
+    shared = cache_folder()
+    if shared is None:
+        return []
+    pattern = _cached_path(shared, kind, key_prefix).name
+    return sorted(folder for folder in shared.glob(glob.escape(pattern) + "*")
+                  if _is_trusted(folder))
 
 
 def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool]) -> Path:

@@ -110,13 +110,31 @@ def test_a_page_without_reality_curves_has_no_table_and_no_explanation(
 
 
 
+def _missing_lines(page: str) -> list[tuple[str, str]]:
+    return re.findall(r'<p class="reality-missing" data-reason="([^"]+)">([^<]*)</p>', page)
+
+
 def test_a_track_without_curves_says_why_when_others_have_them(iphone: Track) -> None:
     report = _report(iphone, with_reality=True)
     shifted = FeedbackReport(report.track_labels, report.measured,
-                             reality={"another_track": report.reality["iphone"]})
+                             reality={"another_track": report.reality["iphone"]},
+                             reality_missing={"iphone": "changed"})
     page = shifted.page({"score": 1.0, "tests": []})
-    assert '<p class="reality-missing">' in page
+    assert _missing_lines(page) == [(
+        "changed", "The real p99 of this track is not shown: its track file (or the grader) "
+        "changed after its curves were built: run &#x27;graders reality build&#x27; again.")]
     assert '<table class="reality"' not in page
+
+
+def test_a_page_without_any_curves_says_in_one_line_they_were_not_built(
+        iphone: Track) -> None:
+    """No track has curves (an install that never built them, or a deleted cache): each
+    track still says why, and what to run."""
+    page = _report(iphone, with_reality=False).page({"score": 1.0, "tests": []})
+    [(reason, line)] = _missing_lines(page)
+    assert reason == "not built"
+    assert "never built here, or their cache was deleted" in line
+    assert "graders reality build" in line
 
 # --- a real grading's page, in a real browser ----------------------------------------------
 

@@ -13,7 +13,19 @@ import pytest
 from graders.cli.tracks import show_lines
 from graders.reality import curves, simulate, store
 from graders.reality.curves import RealityCurve, RealityPoint
-from graders.reality.table import HEADER, TABLE_LOADS, default_lines, load_lines, table_lines
+from graders.reality.table import (
+    DEFAULT_LEGEND,
+    HEADER,
+    LOAD_LEGEND,
+    TABLE_LOADS,
+    default_lines,
+    flip_text,
+    load_lines,
+    shown_point,
+    table_lines,
+    where_it_holds,
+)
+from graders.sandbox import runtime
 from graders.trackfiles.tracks import Track, default_tracks_dir, load_track, load_tracks
 
 
@@ -22,6 +34,16 @@ def small_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Simulations of 4,000 requests and 2 seeds: the same code, quick."""
     monkeypatch.setattr(simulate, "REQUESTS", 4000)
     monkeypatch.setattr(simulate, "SEEDS", 2)
+
+
+@pytest.fixture
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache folder of the grader's and no bundled document: nothing built yet."""
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o755)
+    monkeypatch.setattr(runtime, "cache_folder", lambda: folder)
+    monkeypatch.setattr(store, "bundled_file", lambda: tmp_path / "no-bundle.json")
+    return folder
 
 
 @pytest.fixture
@@ -35,8 +57,11 @@ def test_a_document_is_reproducible_byte_for_byte(iphone: Track) -> None:
     first = store.document_text(store.build_document([iphone]))
     assert store.document_text(store.build_document([iphone])) == first
     parsed = store.parse_document(json.loads(first), [iphone])
-    assert [c.function for c in parsed["iphone"]] == list(curves.FUNCTIONS)
-    assert {p.source for c in parsed["iphone"] for p in c.points} == {"simulated"}
+    queueing, batching = parsed["iphone"]
+    assert [queueing.function, batching.function] == list(curves.FUNCTIONS)
+    # one replica: M/G/1 is exact without batching, simulated with it
+    assert {p.source for p in queueing.points} == {"exact"}
+    assert [p.source for p in batching.points][:2] == ["exact", "simulated"]
 
 
 @pytest.mark.usefixtures("small_runs")
@@ -47,6 +72,7 @@ def test_a_changed_track_file_gets_no_curve_rather_than_a_stale_one(iphone: Trac
     assert store.parse_document(document, [load_track(iphone.path)]) == {}
 
 
+@pytest.mark.usefixtures("private_cache")
 def test_reading_the_curves_runs_no_simulation(monkeypatch: pytest.MonkeyPatch,
                                                iphone: Track) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
@@ -54,7 +80,49 @@ def test_reading_the_curves_runs_no_simulation(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(simulate, "estimate", refuse)
     monkeypatch.setattr(curves, "estimate", refuse)
-    assert store.load_reality([iphone]) == {}  # a copy no cache was built for
+    assert store.load_reality([iphone]) == {}  # no cache was built
+    assert store.missing_reasons([iphone], {}) == {"iphone": "not built"}
+
+
+def _two_tracks(folder: Path) -> list[Track]:
+    folder.mkdir()
+    for name in ("iphone.toml", "robotaxi.toml"):
+        shutil.copy(default_tracks_dir() / name, folder / name)
+    return list(load_tracks(folder))
+
+
+@pytest.mark.usefixtures("small_runs", "private_cache")
+def test_editing_one_track_rebuilds_only_that_tracks_curves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tracks = _two_tracks(tmp_path / "tracks")
+    first = store.built_reality(tracks)
+    assert sorted(first) == ["iphone", "robotaxi"]
+    robotaxi_file = store.cached_file(tracks[1])
+    path = tracks[0].path
+    path.write_text(path.read_text(encoding="utf-8").replace("arrival_qps = 8",
+                                                             "arrival_qps = 9"),
+                    encoding="utf-8")
+    edited = list(load_tracks(path.parent))
+    assert store.load_reality(edited) == {"robotaxi": first["robotaxi"]}
+    assert store.missing_reasons(edited, {"robotaxi": ()}) == {"iphone": "changed"}
+    built = []
+    real_track_reality = curves.track_reality
+    monkeypatch.setattr(curves, "track_reality",
+                        lambda track: built.append(track.track_id) or real_track_reality(track))
+    again = store.built_reality(edited)
+    assert built == ["iphone"]
+    assert again["robotaxi"] == first["robotaxi"]
+    assert again["iphone"] != first["iphone"]
+    assert store.cached_file(edited[1]) == robotaxi_file
+    assert store.missing_reasons(edited, again) == {}
+
+
+@pytest.mark.usefixtures("small_runs", "private_cache")
+def test_an_export_ships_every_tracks_cached_curves_in_one_document(tmp_path: Path) -> None:
+    tracks = _two_tracks(tmp_path / "tracks")
+    document = json.loads(store.exported_text(tracks))
+    assert store.parse_document(document, tracks) == store.load_reality(tracks)
+    assert sorted(document["tracks"]) == ["iphone", "robotaxi"]
 
 
 def test_an_exact_fleet_point_needs_no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,13 +156,49 @@ def test_the_table_has_a_row_per_track_and_function_with_the_error_and_flips() -
                RealityPoint(64.0, 90.0, 180.0, 1.0, "simulated"))
     reality = {"demo": (_curve("queueing_latency", loads), _curve("batching_tax", batches))}
     lines = default_lines(reality)
-    assert table_lines(reality) == [*load_lines(reality), "", *lines]
+    assert table_lines(reality) == [LOAD_LEGEND, "", *load_lines(reality), "",
+                                    DEFAULT_LEGEND, "", *lines]
     assert lines[0] == HEADER
     assert lines[2] == ("| demo | queueing_latency | 0 req/s | 50 ms | 50 ms (exact) | +0 % "
-                        "| 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9 of capacity "
-                        "| nowhere |")
+                        "| 0.05 to 0.9 of capacity | nowhere |")
     assert lines[3] == ("| demo | batching_tax | B = 32 | 36.5 ms | 84.7 ms ± 0.3 ms "
-                        "(simulated) | -57 % | nowhere | B = 64 |")
+                        "(simulated) | -57 % | nowhere | from between B = 32 and B = 64 on |")
+
+
+def _batches(real: list[float]) -> RealityCurve:
+    """A batching curve over B = 1, 2, 4, ...: formula 50 ms, ``real`` exact (SLO 100)."""
+    points = tuple(RealityPoint(float(2 ** i), 50.0, value, 0.0, "exact")
+                   for i, value in enumerate(real))
+    return _curve("batching_tax", points)
+
+
+@pytest.mark.parametrize(("real", "text"), [
+    ([50, 150, 150, 50], "from between B = 1 and B = 2 until between B = 4 and B = 8"),
+    ([150, 150, 50, 50], "from B = 1 until between B = 2 and B = 4"),
+    ([150, 150, 150], "at every computed input"),
+    ([50, 150, 50, 150], "from between B = 1 and B = 2 until between B = 2 and B = 4; "
+                         "from between B = 4 and B = 8 on"),
+    ([50, 50], "nowhere"),
+])
+def test_verdicts_differ_over_intervals_whose_ends_lie_between_computed_inputs(
+        real: list[float], text: str) -> None:
+    assert flip_text(_batches(real)) == text
+
+
+def test_the_formula_holds_over_ranges_of_adjacent_computed_inputs() -> None:
+    assert where_it_holds(_batches([50, 52, 80, 49, 51, 50])) == "B = 1 to B = 2, B = 8 to B = 32"
+    assert where_it_holds(_batches([80, 50, 80])) == "B = 2"
+
+
+def test_a_track_whose_default_load_is_unstable_is_compared_at_a_stable_load() -> None:
+    loads = tuple(RealityPoint(100.0 * rho, 25.0, 100.0, 0.0, "exact") for rho in curves.LOADS)
+    unstable = RealityPoint(500.0, math.inf, math.inf, 0.0, "unstable")
+    curve = RealityCurve("fleet", "queueing_latency", "x", 200.0, 1.0, 8, loads, unstable)
+    at, point = shown_point(curve)
+    assert at == "50 req/s (load 0.5; default 500 req/s is unstable)"
+    assert point.error == pytest.approx(-0.75)
+    row = default_lines({"fleet": (curve,)})[2]
+    assert row.startswith(f"| fleet | queueing_latency | {at} | 25 ms | 100 ms (exact) | -75 % |")
 
 
 def test_the_load_table_has_the_queueing_formulas_error_at_each_load() -> None:
@@ -103,7 +207,8 @@ def test_the_load_table_has_the_queueing_formulas_error_at_each_load() -> None:
     lines = load_lines({"demo": (_curve("queueing_latency", loads),)})
     assert lines[0].split(" | ")[1:] == [f"load {load:g}" for load in TABLE_LOADS[:-1]] + [
         f"load {TABLE_LOADS[-1]:g} |"]
-    assert lines[2] == "| demo (1, 1) | -50 % | -50 % | -50 % | -50 % | -50 % | -50 % |"
+    assert 0.99 in TABLE_LOADS
+    assert lines[2] == "| demo (1, 1) |" + " -50 % |" * len(TABLE_LOADS)
 
 
 def test_a_tiny_negative_error_is_shown_as_0_not_minus_0() -> None:

@@ -100,3 +100,20 @@ def test_the_formula_p99_of_a_fleet_is_optimistic_where_fleets_run() -> None:
         errors[rho] = formula.p99_latency_ms / found.p99_ms - 1.0
     assert errors[0.3] == pytest.approx(-0.78, abs=0.01)
     assert -0.2 < errors[0.9] < 0.0
+
+
+def test_runs_last_longer_and_delete_more_only_near_saturation() -> None:
+    """The stated rule: at least 50 relaxation times per run and 10 deleted; below load
+    0.95 the defaults (200,000 requests, a tenth deleted) already cover it."""
+    from graders.reality import simulate
+
+    for rho in (0.3, 0.9, 0.95):
+        scenario = Scenario(_arrival(rho, 1), SERVICE_MS, 1)
+        assert simulate.run_requests(scenario, simulate.REQUESTS) == simulate.REQUESTS
+        assert simulate.warmup_requests(scenario, simulate.REQUESTS) == 20_000
+    near = Scenario(_arrival(0.99, 8), SERVICE_MS, 8, 1.2)
+    relaxation = simulate.relaxation_requests(near)
+    assert relaxation == pytest.approx(1.22 * 0.99 / (1 - math.sqrt(0.99)) ** 2)
+    length = simulate.run_requests(near, simulate.REQUESTS)
+    assert length == simulate.MAX_REQUESTS < 50 * relaxation
+    assert simulate.warmup_requests(near, length) == math.ceil(10 * relaxation)
