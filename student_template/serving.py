@@ -567,8 +567,9 @@ def serving_track_profile(
       is present, else ``hardware.storage.bandwidth``; in "GB/s", and when that is missing,
       None or cannot be converted, the fallback instead: ``hardware.memory.bandwidth`` in
       "GB/s" with default 1.0 (1.0 only when the memory bandwidth itself is missing, None or
-      cannot be converted; a memory bandwidth of 0 stays 0). ``interconnect_bandwidth_gbs`` the same way, from the
-      key "interconnect_bandwidth_gbs" or ``hardware.interconnect.bandwidth``. (Gbps is
+      cannot be converted; a memory bandwidth of 0 stays 0). ``interconnect_bandwidth_gbs``
+      the same way, from the key "interconnect_bandwidth_gbs" or
+      ``hardware.interconnect.bandwidth``. (Gbps is
       gigabits per second: 8 Gbps is 1 GB/s; let the quantity convert itself.)
     - The lab's settings come from the mapping ``variant.defaults`` (None counts as an empty
       mapping), each field from the key of the same name with this default when the key is
