@@ -33,7 +33,7 @@ from types import FrameType
 from typing import Any
 
 from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
-from graders.escaping import for_terminal
+from graders.escaping import for_terminal, single_line
 from graders.grading.mistakes import Mistake, load_catalogue
 from graders.plugin.settings import (
     flag_value,
@@ -400,14 +400,13 @@ def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: 
     report: dict[str, Any] = {}
 
     def summary() -> None:
-        pages = pages_written(out, entries)
-        found = cluster(entries, load_catalogue() if catalogue is None else catalogue)
-        report.update(with_classes(
-            class_report(entries),
-            cluster_rows(found, sum(entry.graded for entry in entries), key=label_key(out),
-                         names=names, pages=pages),
-            student_rows(entries, pages) if names else None))
+        built, left_out = guarded_report(
+            entries, lambda chosen: _class_summary(out, chosen, mistakes, names=names))
+        failures.extend(left_out)
+        report.update(built)
         write_json_atomically(out / "report.json", report)
+
+    mistakes = load_catalogue() if catalogue is None else catalogue
 
     if not attempt(out / "report.json", summary):
         return written, failures  # the page, the histogram and report.md are drawn from it
@@ -427,6 +426,43 @@ def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: 
         out / "report.md",
         markdown(report, histogram_file=picture.name if picture else None)))
     return written, failures
+
+
+def _class_summary(out: Path, entries: Sequence[GradedSubmission],
+                   catalogue: Sequence[Mistake], *, names: bool) -> dict[str, Any]:
+    """report.json's content for ``entries``: the class report, its mistake clusters and,
+    with ``names``, its students."""
+    pages = pages_written(out, entries)
+    found = cluster(entries, catalogue)
+    return with_classes(
+        class_report(entries),
+        cluster_rows(found, sum(entry.graded for entry in entries), key=label_key(out),
+                     names=names, pages=pages),
+        student_rows(entries, pages) if names else None)
+
+
+def guarded_report(entries: Sequence[GradedSubmission],
+                   build: Callable[[Sequence[GradedSubmission]], dict[str, Any]]
+                   ) -> tuple[dict[str, Any], list[str]]:
+    """``build(entries)``, guarded like the grading: when it fails, each submission is
+    tried alone, and those whose part of the report fails are left out of it, each with
+    a line saying why (the rest of the class still gets its report)."""
+    try:
+        return build(entries), []
+    except Exception:  # found below, submission by submission
+        pass
+    kept: list[GradedSubmission] = []
+    left_out: list[str] = []
+    for entry in entries:
+        try:
+            build([entry])
+        except Exception as error:  # one submission never stops the class report
+            left_out.append(f"the class report leaves out {visible_name(entry.id)!r}: "
+                            f"{type(error).__name__}: "
+                            f"{single_line(str(error))[:300]}")
+        else:
+            kept.append(entry)
+    return build(kept), left_out
 
 
 def _write_text(path: Path, text: str) -> None:
