@@ -802,6 +802,8 @@ class StudentRunner:
             "limits": self.limits.worker_limits(),
             "preload_pint": preload_pint,
             "syscall_filter": self._protections.syscall_filter,
+            # the portable path has no /proc sweep: nothing may leave the worker's tree
+            "no_processes": self.portable,
         }
         with contextlib.suppress(OSError):  # a worker that died at once is reported on reading
             self._send(worker, init)

@@ -96,13 +96,14 @@ def set_limits(limits: dict[str, int]) -> bool:
     return True
 
 
-def filter_syscalls() -> str | None:
+def filter_syscalls(*, no_processes: bool = False) -> str | None:
     """Install the syscall filter (graders.sandbox.syscall_filter, copied into the runtime
-    folder); None once it is installed, else why it could not be."""
+    folder), refusing new processes too with ``no_processes``; None once it is installed,
+    else why it could not be."""
     try:
         import syscall_filter  # type: ignore[import-not-found,unused-ignore]
 
-        syscall_filter.install()
+        syscall_filter.install(no_processes=no_processes)
     except Exception as error:
         return describe(error)
     return None
@@ -384,7 +385,7 @@ def main() -> None:
     limited = set_limits(limits)
     sys.setrecursionlimit(int(init.get("recursion_limit", 3000)))
     if init.get("syscall_filter"):  # before any of the student's code, or none runs
-        refused = filter_syscalls()
+        refused = filter_syscalls(no_processes=bool(init.get("no_processes")))
         send(replies, {"syscall_filter": refused is None, "error": refused})
         if refused is not None:
             return
