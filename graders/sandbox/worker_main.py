@@ -103,7 +103,10 @@ def filter_syscalls(*, no_processes: bool = False) -> str | None:
     try:
         import syscall_filter  # type: ignore[import-not-found,unused-ignore]
 
-        syscall_filter.install(no_processes=no_processes)
+        if no_processes:
+            syscall_filter.install(no_processes=True)
+        else:
+            syscall_filter.install()
     except Exception as error:
         return describe(error)
     return None
