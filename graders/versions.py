@@ -36,7 +36,7 @@ def pinned(path: Path | None = None) -> dict[str, str]:
         return {}
     pins: dict[str, str] = {}
     for line in text.splitlines():
-        requirement = line.split("#", 1)[0].strip()
+        requirement = line.split("#", 1)[0].split(";", 1)[0].strip()  # markers apart
         if "==" in requirement:
             name, _, version = requirement.partition("==")
             pins[_normalized(name)] = version.strip()

@@ -280,7 +280,7 @@ def tampered_files(folder: Path) -> list[str]:
 
 def grade_case(name: str, source: Path, base: Path, seed: Path | None = None, *,
                inside: bool = False, markers: tuple[str, ...] = (),
-               tampers_cache: bool = False) -> GradedCase:
+               tampers_cache: bool = False, options: tuple[str, ...] = ()) -> GradedCase:
     """Grade the case folder ``source`` as a user does; look for survivors and leftovers.
 
     ``seed`` is the TMPDIR of an earlier grading: its caches (the worker runtime and, under
@@ -290,7 +290,8 @@ def grade_case(name: str, source: Path, base: Path, seed: Path | None = None, *,
     ``inside`` grades ``.`` from the submission folder with the console script.
     ``markers`` are globs, relative to the case's folder, of files that exist only if a
     bundled file or payload ran; ``tampers_cache`` looks for TAMPERED in the grader's
-    cached runtime after grading.
+    cached runtime after grading; ``options`` are given to ``graders grade`` (a file they
+    name is written in the results folder, and not counted as left behind).
     """
     home = base / name.replace(" ", "_").replace("(", "").replace(")", "")
     submission, out, tmp = home / "submission", home / "out", home / "tmp"
@@ -311,14 +312,15 @@ def grade_case(name: str, source: Path, base: Path, seed: Path | None = None, *,
         command = [str(GRADERS_SCRIPT), "grade", "."]
     started = time.monotonic()
     completed = subprocess.run(
-        [*command, "--results", str(results)], cwd=submission if inside else out, env=env,
+        [*command, "--results", str(results), *options], cwd=submission if inside else out,
+        env=env,
         capture_output=True, text=True, timeout=Limits().worst_case_s + 120, check=False)
     elapsed = time.monotonic() - started
     survivors = kill_marked(f"{home}/")
     text = results.read_text(encoding="utf-8") if results.exists() else ""
     # .hypothesis/ is the grader's own leftover in its working folder, whatever is graded.
-    left = tuple(sorted(p.name for p in out.iterdir() if p.name not in ("results.json",
-                                                                        ".hypothesis")))
+    left = tuple(sorted(p.name for p in out.iterdir()
+                        if p.name not in ("results.json", ".hypothesis", *options)))
     found = {str(p) for pattern in markers for p in home.glob(pattern)}
     found |= {str(p) for p in bundled_markers(submission)}
     tampered = [*tampered_files(tmp), *tampered_files(cache_folder() or tmp)] \

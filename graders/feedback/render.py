@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from graders.escaping import for_html
+from graders.feedback.budget import MAX_FIRST_CASE_BYTES, feedback_budget, fitted
 from graders.reality.curves import RealityCurve
 from graders.reality.store import MISSING_TEXT
 from graders.reality.table import error_text, flip_text, input_text, milliseconds, real_text
@@ -228,7 +229,8 @@ def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float,
     number, test = first
     function = _tags(test)[0]
     output = str(test.get("output", "")).strip()
-    case = f'<pre class="first-case">{esc(first_case(output))}</pre>' if output else ""
+    case = (f'<pre class="first-case">{fitted(first_case(output), MAX_FIRST_CASE_BYTES, esc)}'
+            "</pre>") if output else ""
     lead = ("Its first failed case:" if output else
             f"Its test &ldquo;{esc(test.get('name', ''))}&rdquo; failed.")
     return (f'<section id="next" class="next"><h2>What to fix first</h2>'
@@ -300,17 +302,29 @@ def _feedback(tests: Sequence[Mapping[str, Any]]) -> str:
     groups: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
     for number, test in enumerate(tests):
         groups.setdefault(_tags(test)[0], []).append((number, test))
+    shown = feedback_budget({number: _output(test) for number, test in enumerate(tests)
+                             if _output(test)}, esc)
     parts = ['<section id="feedback"><h2>Feedback</h2>']
     for function, members in groups.items():
         parts.append(f'<h3>{esc(function)}</h3><ul class="tests">')
-        parts.extend(_test_item(number, test) for number, test in members)
+        parts.extend(_test_item(number, test, shown.get(number, ""))
+                     for number, test in members)
         parts.append("</ul>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _test_item(number: int, test: Mapping[str, Any]) -> str:
-    """The test's row: its status, name and points; a failed visible one's feedback."""
+def _output(test: Mapping[str, Any]) -> str:
+    """The feedback a test's row shows: a failed visible test's output, else none."""
+    if str(test.get("visibility", "visible")) != "visible" or test.get("status") == "passed":
+        return ""
+    return str(test.get("output", "")).strip()
+
+
+def _test_item(number: int, test: Mapping[str, Any], output: str) -> str:
+    """The test's row: its status, name and points; a failed visible one's feedback
+    (``output``, escaped and cut to its share of the page, see
+    :mod:`graders.feedback.budget`)."""
     name = esc(test.get("name", ""))
     visibility = str(test.get("visibility", "visible"))
     if visibility != "visible":  # its name and that it is hidden: nothing else
@@ -321,9 +335,8 @@ def _test_item(number: int, test: Mapping[str, Any]) -> str:
     points = " / ".join(shown_pair(float(test.get("score", 0)), float(test.get("max_score", 0))))
     item = (f'<li class="test {status}" id="test-{number}"><span class="status">{status}'
             f"</span>{name} <em>({esc(points)})</em>")
-    output = str(test.get("output", "")).strip()
     if status != "passed" and output:
-        item += f"<pre>{esc(output)}</pre>"
+        item += f"<pre>{output}</pre>"
     return item + "</li>"
 
 

@@ -39,6 +39,7 @@ from graders.plugin.settings import Settings
 from graders.results.classroom import classroom_results
 from graders.results.essentials import essentials_html
 from graders.results.files import Reservation
+from graders.results.fitting import fitted
 from graders.results.metadata import submission_extra
 from graders.results.reports import (
     grader_failure,
@@ -499,7 +500,7 @@ class GradingSession:
         Gradescope results, or a grader-failure record (never a score) when the grader
         could not build them."""
         if self.final is None:
-            self.final = self.results_document()
+            self.final = fitted(self.results_document())  # within 1 MiB, whatever it holds
         return self.final
 
     @property

@@ -36,7 +36,7 @@ from types import FrameType
 from typing import Any
 
 from graders.errors import GRADER_FAILED_EXIT, GraderError, SubmissionError
-from graders.escaping import escape_controls, for_terminal
+from graders.escaping import escape_controls, for_terminal, single_line
 from graders.grading.mistakes import Mistake, load_catalogue
 from graders.plugin.settings import (
     flag_value,
@@ -445,17 +445,15 @@ def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: 
                                                        changes_table(moves, entries)))
 
     def summary() -> None:
-        pages = pages_written(out, entries)
-        found = cluster(entries, load_catalogue() if catalogue is None else catalogue)
-        key = label_key(out)
-        report.update(with_classes(
-            class_report(entries),
-            cluster_rows(found, sum(entry.graded for entry in entries), key=key,
-                         names=names, pages=pages),
-            student_rows(entries, pages) if names else None))
+        built, left_out = guarded_report(
+            entries, lambda chosen: _class_summary(out, chosen, mistakes, names=names))
+        failures.extend(left_out)
+        report.update(built)
         if run is not None:
-            report["changes"] = _changes(run, moves, key=key, names=names)
+            report["changes"] = _changes(run, moves, key=label_key(out), names=names)
         write_json_atomically(out / "report.json", report)
+
+    mistakes = load_catalogue() if catalogue is None else catalogue
 
     if not attempt(out / "report.json", summary):
         return written, failures  # the page, the histogram and report.md are drawn from it
@@ -497,6 +495,43 @@ def _write_csv(path: Path, rows: Sequence[Sequence[str]]) -> None:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(rows)
     _write_text(path, buffer.getvalue())
+
+
+def _class_summary(out: Path, entries: Sequence[GradedSubmission],
+                   catalogue: Sequence[Mistake], *, names: bool) -> dict[str, Any]:
+    """report.json's content for ``entries``: the class report, its mistake clusters and,
+    with ``names``, its students."""
+    pages = pages_written(out, entries)
+    found = cluster(entries, catalogue)
+    return with_classes(
+        class_report(entries),
+        cluster_rows(found, sum(entry.graded for entry in entries), key=label_key(out),
+                     names=names, pages=pages),
+        student_rows(entries, pages) if names else None)
+
+
+def guarded_report(entries: Sequence[GradedSubmission],
+                   build: Callable[[Sequence[GradedSubmission]], dict[str, Any]]
+                   ) -> tuple[dict[str, Any], list[str]]:
+    """``build(entries)``, guarded like the grading: when it fails, each submission is
+    tried alone, and those whose part of the report fails are left out of it, each with
+    a line saying why (the rest of the class still gets its report)."""
+    try:
+        return build(entries), []
+    except Exception:  # found below, submission by submission
+        pass
+    kept: list[GradedSubmission] = []
+    left_out: list[str] = []
+    for entry in entries:
+        try:
+            build([entry])
+        except Exception as error:  # one submission never stops the class report
+            left_out.append(f"the class report leaves out {visible_name(entry.id)!r}: "
+                            f"{type(error).__name__}: "
+                            f"{single_line(str(error))[:300]}")
+        else:
+            kept.append(entry)
+    return build(kept), left_out
 
 
 def _write_text(path: Path, text: str) -> None:

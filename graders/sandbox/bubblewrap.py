@@ -7,8 +7,8 @@ network, IPC, UTS and cgroup namespaces, on a root of its own that holds only:
   ``site-packages`` covered, the folders of the shared libraries it loads, the worker
   runtime (worker script, pint) and pint's parsed definitions;
 - read-write: one tmpfs of ``space_bytes`` at :data:`SPACE` (``/tmp``), holding the box
-  (with the copy of ``serving.py``, passed as a descriptor, never as a host path) at its
-  host path, or linked there; ``/var/tmp`` is a link to it;
+  at :data:`BOX` (with the copy of ``serving.py``, passed as a descriptor, never as a host
+  path); ``/var/tmp`` is a link to it;
 - a private ``/proc`` (its own processes only) and a minimal ``/dev``; the sandbox's
   root and ``/dev`` are read-only, so the tmpfs is all the worker can write.
 
@@ -19,6 +19,11 @@ make user namespaces of its own (``--disable-userns``). bwrap runs as the user t
 runs as: the runner drops to the sandbox user first when it is root, so the same
 unprivileged user namespace serves root (with or without CAP_SYS_ADMIN) and an ordinary
 user alike.
+
+The worker's environment is the same in every grading, a regrade's slots and the hidden
+tests' worker included, so that no submission can tell them apart: its box (its ``HOME``,
+``TMPDIR`` and working folder) is :data:`BOX`, its uid and gid are :data:`WORKER_ID`
+whichever sandbox user or ordinary user runs it, and its hostname is :data:`HOSTNAME`.
 """
 
 from __future__ import annotations
@@ -37,6 +42,14 @@ SPACE = "/tmp"
 SYSTEM_PATH = "/usr/bin:/bin:/usr/local/bin"
 #: Kept from the host, read-only: what the dynamic loader reads.
 LOADER_FILES = ("/etc/ld.so.cache",)
+#: The worker's box inside the sandbox, in every grading: its HOME, TMPDIR and working
+#: folder. Nothing of the host's path to the box is shown to the worker.
+BOX = f"{SPACE}/box"
+#: The uid and gid the worker has inside the sandbox, whoever runs it (not with a setuid
+#: bwrap, which makes no user namespace of its own choosing).
+WORKER_ID = 1000
+#: The worker's hostname (its own UTS namespace).
+HOSTNAME = "sandbox"
 #: The anonymous file's name (shown in /proc only).
 SUBMISSION_FILE = "serving-grader-submission"
 #: Folders below the standard library that may hold installed packages: covered.
@@ -119,13 +132,21 @@ def interpreter_paths(executable: Path, environment: Mapping[str, str],
     return paths, covered
 
 
+def _setuid(bwrap: Path) -> bool:
+    """Whether ``bwrap`` is setuid (it then refuses to make the user namespace itself)."""
+    try:
+        return bool(os.stat(bwrap).st_mode & stat.S_ISUID)
+    except OSError:
+        return False
+
+
 @functools.cache
 def disables_userns(bwrap: Path) -> bool:
     """Whether ``bwrap`` can keep the sandbox from making user namespaces of its own
     (``--disable-userns``, bubblewrap 0.8 and later; not in a setuid bwrap, which refuses
     it): its help lists the option."""
     try:
-        if os.stat(bwrap).st_mode & stat.S_ISUID:
+        if _setuid(bwrap):
             return False
         listing = subprocess.run([str(bwrap), "--help"], capture_output=True, text=True,
                                  timeout=30, check=False).stdout
@@ -150,19 +171,22 @@ def submission_descriptor(code: bytes) -> int:
 
 
 def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[Path],
-                  box: Path, submission_fd: int, submission_name: str, space_bytes: int,
+                  submission_fd: int, submission_name: str, space_bytes: int,
                   worker: Sequence[str], disable_userns: bool = False) -> list[str]:
     """The command that runs ``worker`` in bubblewrap (see the module's docstring).
 
     ``submission_fd`` must be open on ``serving.py`` and passed down (``pass_fds``); the
-    worker finds its copy at ``box / submission_name``, the host path of its box.
+    worker finds its copy at ``BOX / submission_name``, and starts in :data:`BOX`.
     ``disable_userns`` (where :func:`disables_userns`) keeps the worker from making user
     namespaces of its own, below the syscall filter that refuses them too.
     """
-    nested = ["--unshare-user", "--disable-userns"] if disable_userns else []
+    ids = [] if _setuid(bwrap) else ["--unshare-user", "--uid", str(WORKER_ID),
+                                     "--gid", str(WORKER_ID)]
+    nested = ["--disable-userns"] if disable_userns and ids else []
     # the tmpfs first: what is bound read-only may lie below /tmp (a private cache in TMPDIR)
-    command = [str(bwrap), "--unshare-all", *nested, "--die-with-parent", "--new-session",
-               "--cap-drop", "ALL", "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
+    command = [str(bwrap), "--unshare-all", *ids, *nested, "--die-with-parent",
+               "--new-session", "--cap-drop", "ALL", "--hostname", HOSTNAME,
+               "--proc", "/proc", "--dev", "/dev",
                "--size", str(space_bytes), "--perms", "0700", "--tmpfs", SPACE,
                "--symlink", SPACE, "/var/tmp"]
     for path in [*read_only, *(Path(file) for file in LOADER_FILES)]:
@@ -170,15 +194,10 @@ def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[P
             command += ["--ro-bind", str(path), str(path)]
     for folder in covered:  # an empty, read-only folder over installed packages
         command += ["--perms", "0555", "--tmpfs", str(folder), "--remount-ro", str(folder)]
-    # bwrap resolves an absolute link against the host's root while it builds the sandbox:
-    # the box is made at its own path when that lies in the tmpfs, else linked to it
-    inside = box if Path(SPACE) in box.parents else Path(SPACE) / "box"
-    command += ["--perms", "0700", "--dir", str(inside)]
-    if inside != box:
-        command += ["--symlink", str(inside), str(box)]
+    command += ["--perms", "0700", "--dir", BOX]
     # the sandbox's own root and /dev are tmpfs of the worker's: read-only once built, so
     # that the bounded tmpfs is all the space it can write
     command += ["--perms", "0600", "--file", str(submission_fd),
-                str(inside / submission_name), "--remount-ro", "/dev", "--remount-ro", "/",
-                "--chdir", str(box), "--", *worker]
+                f"{BOX}/{submission_name}", "--remount-ro", "/dev", "--remount-ro", "/",
+                "--chdir", BOX, "--", *worker]
     return command

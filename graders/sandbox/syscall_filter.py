@@ -15,6 +15,11 @@ after setting no_new_privs. It refuses (:data:`RULES`):
 - other processes' memory, and kernel interfaces that no serving.py needs (bpf,
   perf_event_open, userfaultfd, io_uring, modules, kexec...).
 
+On the portable runner a second filter is stacked on it (:func:`process_program`): no new
+process at all (fork, vfork and clone but for threads fail with EAGAIN, as RLIMIT_NPROC
+makes them fail for a user that may start none), since there the worker may be root, whom
+RLIMIT_NPROC does not bind, and no /proc sweep finds what leaves its session.
+
 A refused call fails with an errno (EPERM, EAFNOSUPPORT for sockets, ENOSYS for clone3)
 and the process lives: a submission that tries one loses only the case that needed it,
 with a clear error. Only a call from a foreign ABI (i386 through ``int 0x80``, x32 on
@@ -168,6 +173,12 @@ ARCHITECTURES = {
 #: What ``uname -m`` may say for each.
 MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
+#: clone(2)'s flag for a thread (threads die with the worker: they pass the process filter).
+CLONE_THREAD = 0x00010000
+#: The calls that start a process, by architecture: fork and vfork (x86_64 only), clone.
+FORKS = {"x86_64": (57, 58), "aarch64": ()}
+CLONE = {"x86_64": 56, "aarch64": 220}
+
 # seccomp(2) and prctl(2)
 SECCOMP_RET_KILL_PROCESS = 0x80000000  # before Linux 4.14: read as KILL (the thread)
 SECCOMP_RET_ERRNO = 0x00050000
@@ -255,18 +266,35 @@ def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> byte
     return b"".join(code)
 
 
-def install(rules: tuple[Rule, ...] = RULES, *, no_new_privs: bool = True) -> None:
+def process_program(architecture: Architecture) -> bytes:
+    """The portable runner's second filter: fork, vfork and clone without CLONE_THREAD
+    fail with EAGAIN; a foreign ABI is killed; everything else is left to the first."""
+    kill = instruction(RETURN, SECCOMP_RET_KILL_PROCESS)
+    refuse = instruction(RETURN, _errno(errno.EAGAIN))
+    allow = instruction(RETURN, SECCOMP_RET_ALLOW)
+    code = [instruction(LOAD, ARCH), instruction(JEQ, architecture.audit, 1, 0), kill,
+            instruction(LOAD, NR)]
+    if architecture.foreign_from is not None:
+        code += [instruction(JGE, architecture.foreign_from, 0, 1), kill]
+    for number in FORKS[architecture.name]:
+        code += [instruction(JEQ, number, 0, 1), refuse]
+    code += [instruction(JEQ, CLONE[architecture.name], 0, 4), instruction(LOAD, ARGS),
+             instruction(JSET, CLONE_THREAD, 0, 1), allow, refuse, allow]
+    return b"".join(code)
+
+
+def install(rules: tuple[Rule, ...] = RULES, *, no_new_privs: bool = True,
+            no_processes: bool = False) -> None:
     """Set no_new_privs and install the filter of ``rules`` on this process (and every
-    thread and child it starts later): call it while the process has one thread. Without
-    ``no_new_privs`` (as Docker installs its profile) the process needs CAP_SYS_ADMIN.
-    Raises OSError, saying which step failed, where it cannot."""
+    thread and child it starts later), and with ``no_processes`` :func:`process_program`
+    after it: call it while the process has one thread. Without ``no_new_privs`` (as Docker
+    installs its profile) the process needs CAP_SYS_ADMIN. Raises OSError, saying which
+    step failed, where it cannot."""
     reason = unavailable()
     architecture = current_architecture()
     if reason is not None or architecture is None:
         raise OSError(errno.ENOSYS, reason or "no syscall table")
     import ctypes  # here only: the grader imports this module too
-
-    code = program(architecture, rules)
 
     class SockFprog(ctypes.Structure):
         _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
@@ -279,8 +307,10 @@ def install(rules: tuple[Rule, ...] = RULES, *, no_new_privs: bool = True) -> No
     if no_new_privs and prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
-    instructions = ctypes.create_string_buffer(code, len(code))
-    fprog = SockFprog(len(code) // 8, ctypes.addressof(instructions))
-    if prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"prctl(PR_SET_SECCOMP): {os.strerror(error)}")
+    extra = [process_program(architecture)] if no_processes else []
+    for code in (program(architecture, rules), *extra):
+        instructions = ctypes.create_string_buffer(code, len(code))
+        fprog = SockFprog(len(code) // 8, ctypes.addressof(instructions))
+        if prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"prctl(PR_SET_SECCOMP): {os.strerror(error)}")

@@ -17,6 +17,10 @@ it cannot carry is an object with one ``$tag`` key:
 
 The worker (``worker_main.py``) runs alone, from the standard library, so it spells its
 tags out; ``tests/test_architecture.py`` checks that it uses these and no others.
+
+What a reply's value may hold is bounded where it enters the grader (:func:`bounded`),
+whatever the worker sent: the worker runs the submission's code and cannot be trusted to
+have cut anything.
 """
 
 from __future__ import annotations
@@ -39,6 +43,15 @@ ERROR = "$error"
 #: Every tag, and the ones the worker reads or writes.
 TAGS = frozenset({QUANTITY, NAMESPACE, MAPPING, TUPLE, FLOAT, UNSUPPORTED, MISSING, ERROR})
 WORKER_TAGS = frozenset({QUANTITY, NAMESPACE, MAPPING, TUPLE, UNSUPPORTED, MISSING, ERROR})
+
+#: Characters of one text in a reply's value that the grader keeps (the worker's own cut,
+#: ``worker_main.MAX_TEXT``), and the room left for the worker's marker after them: a text
+#: the worker cut passes unchanged, a longer one is cut again here.
+MAX_TEXT = 500
+MARKER_ROOM = 40
+#: Items of one list or object in a reply's value that the grader keeps (the worker's
+#: ``MAX_SEQUENCE``).
+MAX_ITEMS = 1000
 
 
 #: Encodings of frozen dataclass instances (a track's profile is sent thousands of times
@@ -88,3 +101,46 @@ def encode_argument(value: Any) -> Any:
     if hasattr(value, "__dict__"):
         return {NAMESPACE: {name: encode_argument(item) for name, item in vars(value).items()}}
     raise TypeError(f"cannot send a {type(value).__name__} to the worker")
+
+
+def bounded(value: Any) -> Any:
+    """A reply's value as the grader keeps it: texts cut to :data:`MAX_TEXT` characters
+    and lists and objects to :data:`MAX_ITEMS` items, each with a marker, and an int too
+    large for a float replaced by a short text saying so ("a 4,299-digit integer"), so
+    that nothing downstream (comparison, feedback, results.json, the class report) meets
+    a value it cannot turn into a float or a text of unbounded length. Replies nest at
+    most ``runner.MAX_REPLY_DEPTH`` levels, so the recursion is bounded too."""
+    if value is None or isinstance(value, bool | float):
+        return value
+    if isinstance(value, int):
+        return value if _fits_float(value) else huge_integer_text(value)
+    if isinstance(value, str):
+        return bounded_text(value)
+    if isinstance(value, list):
+        return [bounded(item) for item in value[:MAX_ITEMS]]
+    if isinstance(value, dict):
+        return {bounded_text(str(key)): bounded(item)
+                for key, item in list(value.items())[:MAX_ITEMS]}
+    return bounded_text(str(value))  # json.loads makes nothing else: never reached
+
+
+def bounded_text(text: str) -> str:
+    """``text``, or its first :data:`MAX_TEXT` characters with the worker's marker when it
+    is longer than that and the marker's room."""
+    if len(text) <= MAX_TEXT + MARKER_ROOM:
+        return text
+    return f"{text[:MAX_TEXT]}\u2026 [truncated, {len(text)} chars]"
+
+
+def huge_integer_text(value: int) -> str:
+    """An int too large for a float, in a few words: "a 4,299-digit integer"."""
+    sign = "negative " if value < 0 else ""
+    return f"a {sign}{len(str(abs(value))):,}-digit integer"
+
+
+def _fits_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True

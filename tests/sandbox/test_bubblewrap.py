@@ -195,10 +195,11 @@ def test_bubblewrap_is_told_to_disable_user_namespaces_where_it_can(tmp_path: Pa
     old.write_text("#!/bin/sh\necho '    --unshare-user'\n")
     old.chmod(0o755)
     assert bubblewrap.disables_userns(old) is False
-    options = {"read_only": [], "covered": [], "box": Path("/tmp/box"), "submission_fd": 3,
+    options = {"read_only": [], "covered": [], "submission_fd": 3,
                "submission_name": "serving.py", "space_bytes": 1, "worker": ["true"]}
     told = bubblewrap.bwrap_command(fake, disable_userns=True, **options)  # type: ignore[arg-type]
-    assert told[1:4] == ["--unshare-all", "--unshare-user", "--disable-userns"]
+    assert told[1:8] == ["--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
+                         "--disable-userns"]
     assert "--disable-userns" not in bubblewrap.bwrap_command(fake, **options)  # type: ignore[arg-type]
 
 
@@ -240,8 +241,10 @@ def test_the_worker_sees_nothing_of_the_disk_but_its_runtime_and_box(
         seen = set(value(confined.call("listing", (str(cache),))))
         assert seen <= bound
         assert [name for name in os.listdir(cache) if "grader-units" in name]  # hidden ones
-    # its own box is there, at its host path, holding the submission
-    assert value(confined.call("exists", (str(confined.root / "box" / "serving.py"),)))
+    # its own box is there, at the same path in every grading, holding the submission;
+    # nothing shows the host's path to it
+    assert value(confined.call("exists", (f"{bubblewrap.BOX}/serving.py",)))
+    assert not value(confined.call("exists", (str(confined.root),)))
 
 
 def test_the_runtime_is_read_only_to_the_worker(confined: StudentRunner) -> None:
@@ -346,8 +349,7 @@ def test_an_ordinary_users_worker_reaches_none_of_that_users_things(
     fd = bubblewrap.submission_descriptor(b"")
     try:
         command = bubblewrap_command(
-            python, folders=[], box=Path(tempfile.gettempdir()) / f"box-{token}",
-            submission_fd=fd,
+            python, folders=[], submission_fd=fd,
             worker=[str(python.executable), "-S", "-c", ATTACKS, str(home),
                     str(listener.getsockname()[1]), str(os.getpid())])
         completed = subprocess.run(

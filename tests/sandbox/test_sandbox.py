@@ -34,6 +34,7 @@ import graders.sandbox.runtime
 import graders.sandbox.syscall_filter
 import reference
 from graders.errors import GraderError
+from graders.sandbox.bubblewrap import WORKER_ID
 from graders.sandbox.cleanup import (
     SHARED_WRITABLE,
     ipc_objects_of,
@@ -107,6 +108,26 @@ def value(outcome: CallOutcome) -> object:
     return outcome.value
 
 
+def host_identities(runner: StudentRunner) -> set[tuple[str, str, str]]:
+    """(Uid, Gid, Groups) of /proc's status of every process carrying the runner's token:
+    the worker, and bwrap's processes around it, as the host sees them (in bubblewrap the
+    worker sees a uid of its own namespace)."""
+    marker = f"{TOKEN_VARIABLE}={runner.token}".encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or marker not in \
+                    (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            fields = dict(line.split(":", 1) for line in
+                          (entry / "status").read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        found.add((" ".join(fields["Uid"].split()[:2]), " ".join(fields["Gid"].split()[:2]),
+                   fields["Groups"].strip()))
+    return found
+
+
 @pytest.fixture(scope="module")
 def sandbox_user() -> Iterator[SandboxUser]:
     """A sandbox user this module holds alone, as a grading does."""
@@ -128,8 +149,13 @@ def sandboxed(sandbox_user: SandboxUser) -> Iterator[StudentRunner]:
 def test_the_worker_runs_as_the_sandbox_user_with_no_extra_groups(
         sandboxed: StudentRunner, sandbox_user: SandboxUser) -> None:
     uid, euid, gid, groups = value(sandboxed.call("identity"))  # type: ignore[misc]
-    assert (uid, euid, gid) == (sandbox_user.uid, sandbox_user.uid, sandbox_user.gid)
+    # what it sees: in bubblewrap the same ids in every grading (docs/security.md)
+    assert (uid, euid, gid) == ((WORKER_ID,) * 3 if sandboxed.protections.tool == "bubblewrap"
+                                else (sandbox_user.uid, sandbox_user.uid, sandbox_user.gid))
     assert groups == []
+    # what it is, as the host sees it: the sandbox user, real and effective, no groups
+    assert host_identities(sandboxed) == {(f"{sandbox_user.uid} {sandbox_user.uid}",
+                                           f"{sandbox_user.gid} {sandbox_user.gid}", "")}
 
 
 @needs_root
@@ -434,8 +460,12 @@ def test_two_gradings_at_the_same_time_run_as_different_users_then_give_them_bac
     try:
         with StudentRunner(IDENTITY, sandbox=first) as one, \
                 StudentRunner(IDENTITY, sandbox=second) as two:
-            uids = value(one.call("uid")), value(two.call("uid"))
-        assert uids == (first.uid, second.uid)
+            seen = value(one.call("uid")), value(two.call("uid"))
+            uids = ({identity[0] for identity in host_identities(one)},
+                    {identity[0] for identity in host_identities(two)})
+        assert uids == ({f"{first.uid} {first.uid}"}, {f"{second.uid} {second.uid}"})
+        if one.protections.tool == "bubblewrap":  # and both see the same, in every grading
+            assert seen == (WORKER_ID, WORKER_ID)
         assert first.uid != second.uid
         assert first.name.startswith("serving-sandbox-")
         assert not lock_is_free(first.name)

