@@ -9,8 +9,11 @@ grades.csv was written, the class report never was.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from graders.regrade import command
 from graders.regrade.report import GradedSubmission
@@ -33,11 +36,19 @@ def entry(ident: str, got: Any) -> GradedSubmission:
                              "extra_data": {"max_score": 8.0}})
 
 
-def test_a_submission_whose_values_break_the_report_is_left_out_and_the_class_report_written(
-        tmp_path: Path) -> None:
-    # an int too large for a float, as a results.json from before the grader bounded
-    # values holds it (or one edited by hand)
-    entries = [entry("ann", 2816.0), entry("bob", 10**4298 + 7), entry("cat", 2816.0)]
+def test_a_submission_whose_part_of_the_report_fails_is_left_out_and_the_class_report_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # whatever breaks the report for one submission (once an int too large for a float,
+    # in the clusters) is met submission by submission: the others keep their report
+    clustering = command.cluster
+
+    def breaks_on_bob(entries: Sequence[GradedSubmission], catalogue: Any) -> Any:
+        if any(entry.id == "bob" for entry in entries):
+            raise OverflowError("int too large to convert to float")
+        return clustering(entries, catalogue)
+
+    monkeypatch.setattr(command, "cluster", breaks_on_bob)
+    entries = [entry("ann", 2816.0), entry("bob", 2816.0), entry("cat", 2816.0)]
     written, failures = command.write_outputs(tmp_path, entries, histogram=False, names=True)
     assert {path.name for path in written} == {"grades.csv", "report.json", "class.html",
                                                "report.md"}
@@ -48,6 +59,18 @@ def test_a_submission_whose_values_break_the_report_is_left_out_and_the_class_re
     assert found["submissions"] == 2
     assert "bob" not in (tmp_path / "class.html").read_text(encoding="utf-8")
     assert "bob" in (tmp_path / "grades.csv").read_text(encoding="utf-8")
+
+
+def test_an_int_too_large_for_a_float_breaks_no_report(tmp_path: Path) -> None:
+    # as a results.json from before the grader bounded values holds it (or one edited by
+    # hand): the clusters read it without converting it
+    entries = [entry("ann", 2816.0), entry("bob", 10**4298 + 7), entry("cat", 2816.0)]
+    written, failures = command.write_outputs(tmp_path, entries, histogram=False, names=True)
+    assert failures == []
+    assert {path.name for path in written} == {"grades.csv", "report.json", "class.html",
+                                               "report.md"}
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert sum(found["submissions"] for found in report["clusters"]) == 3
 
 
 def test_a_class_whose_report_builds_loses_nobody(tmp_path: Path) -> None:
