@@ -105,6 +105,8 @@ _JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
 
 
-def earlier(reply_id: Any, ident: int) -> bool:
-    """Whether ``reply_id`` names a request before ``ident``."""
-    return isinstance(reply_id, int) and not isinstance(reply_id, bool) and reply_id < ident
+def earlier(reply: Any, ident: int | None) -> bool:
+    """Whether ``reply`` answers a request before ``ident`` (a late or forged reply)."""
+    reply_id = reply.get("id") if isinstance(reply, dict) else None
+    return ident is not None and isinstance(reply_id, int) and \
+        not isinstance(reply_id, bool) and reply_id < ident

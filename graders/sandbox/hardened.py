@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
-from pathlib import Path
 
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import kill_session
@@ -27,18 +26,24 @@ IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES
 
 
 class HardenedTransport:
-    """A worker in a session of its own, its output a FIFO (see :meth:`_open_read_end`)."""
+    """A worker in a session of its own, its output a FIFO read while it is awaited."""
 
     stop_reason: str | None = None  # it has no bound that stops the worker itself
 
     def __init__(self, command: WorkerCommand, sink: OutputSink, limits: Limits) -> None:
-        self._sink = sink
-        self._token = command.token
+        self._sink, self._token = sink, command.token
+        # The worker's fds 1 and 2 are a FIFO beside its box. Its read end is opened first,
+        # non-blocking, so that neither open waits for the other; once the worker holds the
+        # write end, the name is removed, so nothing else can open the pipe. A pipe has no
+        # size limit to fail a write: it is drained while a reply is awaited.
         fifo = command.cwd.with_name("worker.output")
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo, 0o600)
         try:
-            output = self._open_read_end(fifo)
+            output = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fcntl = platform_support.optional_module("fcntl")
+            with contextlib.suppress(OSError, AttributeError):  # a larger pipe: fewer reads
+                fcntl.fcntl(output, fcntl.F_SETPIPE_SZ, OUTPUT_CHUNK_BYTES)  # type: ignore[union-attr]
             try:
                 with open(fifo, "ab") as log:
                     self.process = command.popen(stderr=log, start_new_session=True,
@@ -57,29 +62,13 @@ class HardenedTransport:
         stdin, stdout = self.process.stdin, self.process.stdout
         assert stdin is not None
         assert stdout is not None
-        self._requests = stdin.fileno()
+        self._requests, self._replies = stdin.fileno(), stdout.fileno()
         os.set_blocking(self._requests, False)
-        self._replies = stdout.fileno()
         #: Request bytes the pipe has not taken yet.
         self._unsent = bytearray()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._replies, selectors.EVENT_READ, "reply")
         self._selector.register(self._output, selectors.EVENT_READ, "output")
-
-    @staticmethod
-    def _open_read_end(fifo: Path) -> int:
-        """The read end of the FIFO that the worker's fds 1 and 2 will be.
-
-        It is opened non-blocking, so that the open does not wait for a writer and the
-        writer's open does not either; once the worker holds the write end, the name is
-        removed, so nothing else can open the pipe. A pipe has no size limit to fail a
-        write: the transport reads it while a reply is awaited.
-        """
-        output = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        fcntl = platform_support.optional_module("fcntl")
-        with contextlib.suppress(OSError, AttributeError):  # a larger pipe: fewer reads
-            fcntl.fcntl(output, fcntl.F_SETPIPE_SZ, OUTPUT_CHUNK_BYTES)  # type: ignore[union-attr]
-        return output
 
     def send(self, line: bytes, *, flush: bool = True) -> None:
         self._unsent += line

@@ -38,9 +38,9 @@ class PortableTransport:
         self._replies: queue.Queue[bytes] = queue.Queue(
             maxsize=limits.max_reply_bytes // REPLY_CHUNK_BYTES + 2)
         _thread("replies", _pump, self.process.stdout, REPLY_CHUNK_BYTES, self._replies.put,
-                True)
+                b"")
         self._output = _thread("output", _pump, self.process.stderr, OUTPUT_CHUNK_BYTES,
-                               sink.feed, False)
+                               sink.feed, None)
         # before the worker reads its first request: nothing of the student's runs yet
         self._containment = contain(self.process, limits.address_space_bytes)
         #: Requests for the writer thread (None: stop and close the pipe).
@@ -91,17 +91,16 @@ class PortableTransport:
         self._output.join(OUTPUT_JOIN_S)
 
 
-def _pump(stream: Any, size: int, take: Callable[[bytes], object],
-          end: bool) -> None:
+def _pump(stream: Any, size: int, take: Callable[[bytes], object], end: bytes | None) -> None:
     """Pass what ``stream`` gives to ``take``, a chunk at a time, until it ends; then close
-    it, and, where ``end``, pass b"" as the end."""
+    it, and pass on ``end``, the end's marker, if there is one."""
     with contextlib.suppress(Exception):
         while chunk := stream.read1(size):
             take(chunk)
     with contextlib.suppress(Exception):
         stream.close()
-    if end:
-        take(b"")
+    if end is not None:
+        take(end)
 
 
 def _thread(name: str, target: Callable[..., None], *args: object) -> threading.Thread:

@@ -105,8 +105,7 @@ class StudentRunner:
         self._grader_definitions: Path | None = None
         python = worker_python() if sandbox else WorkerPython(Path(sys.executable))
         protections = protections_for(sandbox)
-        #: Pipes read by threads, and the process tree killed, instead of the FIFO, the
-        #: selector and the /proc sweep (see the module's docstring).
+        #: The portable transport, where the hardened one cannot run.
         self.portable = protections.runner == "portable"
         self._transport: Callable[[WorkerCommand, OutputSink, Limits], Transport] = \
             PortableTransport if self.portable else HardenedTransport
@@ -452,26 +451,19 @@ class StudentRunner:
                     ident: int | None) -> dict[str, Any]:
         started = time.monotonic()
         try:
-            return self._next_reply(worker, started + timeout_s, timeout_s, ident)
+            while True:
+                reply = parse_reply(self._read_line(worker, started + timeout_s, timeout_s))
+                if earlier(reply, ident):
+                    continue  # a late or forged reply to an earlier request: skip it
+                if not isinstance(reply, dict) or reply.get("id") != ident:
+                    raise WorkerGone("garbage", "the worker sent a reply to another request")
+                return reply
         except WorkerGone as gone:
             self._stop()
             self._strikes.count(gone.status, function)
             if function is not None and gone.status == "timeout":
                 self.budget.hang_spent_s += time.monotonic() - started
             raise
-
-    def _next_reply(self, worker: _Worker, deadline: float, timeout_s: float,
-                    ident: int | None) -> dict[str, Any]:
-        while True:
-            reply = parse_reply(self._read_line(worker, deadline, timeout_s))
-            if not isinstance(reply, dict):
-                break
-            if ident is not None and earlier(reply.get("id"), ident):
-                continue  # a late or forged reply to an earlier request: skip it
-            if reply.get("id") == ident:
-                return reply
-            break
-        raise WorkerGone("garbage", "the worker sent a reply to another request")
 
     def _read_line(self, worker: _Worker, deadline: float, timeout_s: float) -> bytes:
         """The next reply line, read through a buffer that never holds more than

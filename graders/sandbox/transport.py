@@ -1,10 +1,6 @@
-"""How the runner reaches a worker process: the interface of both transports.
-
-The runner speaks the protocol (:mod:`graders.sandbox.runner`); a transport carries its
-bytes and never waits past the time it is given: :mod:`graders.sandbox.hardened` (a FIFO
-and a selector; the worker's session killed, then /proc swept) or
-:mod:`graders.sandbox.portable` (pipes read by threads; the worker's process tree killed).
-"""
+"""How the runner reaches a worker process: the interface of :mod:`graders.sandbox.hardened`
+and :mod:`graders.sandbox.portable`, which carry the protocol's bytes and never wait past
+the time they are given."""
 
 from __future__ import annotations
 
