@@ -15,15 +15,9 @@ from pathlib import Path
 import pytest
 
 from graders.sandbox import platforms as platform_support
-from graders.sandbox.runner import (
-    MAX_REPLY_DEPTH,
-    CallRequest,
-    Limits,
-    StudentRunner,
-    _nesting_exceeds,
-    _WorkerGone,
-    parse_reply,
-)
+from graders.sandbox.calls import MAX_REPLY_DEPTH, _nesting_exceeds, parse_reply
+from graders.sandbox.calls import WorkerGone as _WorkerGone
+from graders.sandbox.runner import CallRequest, Limits, StudentRunner
 
 QUICK = Limits(call_timeout_s=1.0, import_timeout_s=10.0, hang_budget_s=10.0)
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from graders.sandbox import worker_main
-from graders.sandbox.runner import REPLY_CHUNK_BYTES, CallOutcome, Limits, StudentRunner
+from graders.sandbox.runner import CallOutcome, Limits, StudentRunner
+from graders.sandbox.transport import REPLY_CHUNK_BYTES
 
 MAX_TEXT = worker_main.MAX_TEXT
 

@@ -11,7 +11,8 @@ import textwrap
 from pathlib import Path
 
 from graders.regrade.command import DEFAULT_TIMEOUT_S
-from graders.sandbox.runner import Limits, StudentRunner, TimeBudget, budget_message
+from graders.sandbox.budget import TimeBudget, budget_message
+from graders.sandbox.runner import Limits, StudentRunner
 
 #: Calls one grading of the whole suite makes (all tests, cases and invariant examples).
 CALLS_PER_GRADING = 1653

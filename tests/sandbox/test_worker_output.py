@@ -12,15 +12,8 @@ import time
 
 import pytest
 
-from graders.sandbox.runner import (
-    CallOutcome,
-    Limits,
-    OutputSink,
-    StudentRunner,
-    binary_size,
-    decimal_size,
-    output_sentence,
-)
+from graders.sandbox.output import OutputSink, binary_size, decimal_size, output_sentence
+from graders.sandbox.runner import CallOutcome, Limits, StudentRunner
 
 KEEP = Limits().output_keep_bytes
 
