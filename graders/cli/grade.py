@@ -225,7 +225,8 @@ def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
     interruption = Interruption()
     try:
         with interruptible() as interruption:
-            return _grade(args, submission, fail_under, github_output, one_shot=one_shot)
+            return _grade(args, submission, fail_under, github_output, one_shot=one_shot,
+                          received=interruption)
     except GraderError:
         raise
     except KeyboardInterrupt as error:  # SIGINT or SIGTERM: the run cleaned up on its way out
@@ -241,8 +242,11 @@ def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
 
 
 def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
-           github_output: Path | None, *, one_shot: bool = False) -> int:
-    """The grading run itself: pytest in a private scratch folder, the outputs installed."""
+           github_output: Path | None, *, one_shot: bool = False,
+           received: Interruption | None = None) -> int:
+    """The grading run itself: pytest in a private scratch folder, the outputs installed.
+    A signal ``received`` during the run is an interruption, whatever pytest's exit code
+    (pytest's report of the interrupt can itself fail, as an internal error)."""
     start_probe()  # the confinement probe runs while pytest starts
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
             _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
@@ -259,8 +263,9 @@ def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
                            plugins=[FrozenStartupHeap()] if one_shot else [])
         if code == pytest.ExitCode.USAGE_ERROR:
             return USAGE_ERROR
-        if code == pytest.ExitCode.INTERRUPTED:  # before the plugin's hooks could say so
-            raise KeyboardInterrupt
+        if code == pytest.ExitCode.INTERRUPTED or \
+                received is not None and received.signal_number is not None:
+            raise KeyboardInterrupt  # before the plugin's hooks could say so, or after
         results = Path(args.results) if args.results else None
         document = read_valid_results(results) if results is not None else None
         failure = _grader_failure(code, results, document)

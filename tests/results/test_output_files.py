@@ -4,11 +4,14 @@ temp file the grader creates, and never written through a link or into a FIFO.""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pwd
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from graders.results.files import (
     write_bytes_atomically,
     write_text_atomically,
 )
+from graders.results.reports import interrupted_by_signal
 
 CORRECT = CORPUS / "correct"
 AS_ROOT = os.geteuid() == 0
@@ -367,3 +371,25 @@ def test_installing_never_blocks_on_a_fifo_planted_in_place_of_the_source(
     with pytest.raises(OSError, match="is not a regular file"):
         output_files.install_file(tmp_path / "junit.xml", tmp_path / "out.xml")
     assert not (tmp_path / "out.xml").exists()
+
+
+def test_a_signal_during_the_run_is_an_interruption_whatever_pytest_returns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # pytest's own report of a Ctrl-C can fail (an internal error while it formats the
+    # traceback): the grading was still interrupted, never a grader failure
+    def interrupted_run(arguments: list[str], plugins: object = None) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # Python runs the handler at once
+        except KeyboardInterrupt:
+            return pytest.ExitCode.INTERNAL_ERROR
+        raise AssertionError("the grader's handler did not interrupt the run")
+
+    monkeypatch.setattr(grade_cli.pytest, "main", interrupted_run)
+    results = tmp_path / "out" / "results.json"
+    args = build_parser().parse_args(["grade", str(CORRECT), "--results", str(results)])
+    assert grade_cli.run_grade(args) == 128 + signal.SIGINT
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "graders: the grading was interrupted by SIGINT: no score"
+    assert interrupted_by_signal(json.loads(results.read_text(encoding="utf-8"))) == "SIGINT"
