@@ -16,7 +16,7 @@ import pytest
 
 import graders.sandbox.confinement
 import graders.sandbox.runner
-from graders.sandbox import box_mount, landlock
+from graders.sandbox import box_mount, bubblewrap, landlock
 from graders.sandbox.box_mount import BOX_BYTES, BOX_INODES, mount_box
 from graders.sandbox.confinement import CAP_SYS_ADMIN, _has_capability, bubblewrap_support
 from graders.sandbox.privileges import (
@@ -174,3 +174,17 @@ def test_the_box_is_never_mounted_through_a_link(
         mount_box(link, sandbox_user.uid, sandbox_user.gid)
     assert box_mounts(target) == []
     assert box_mount.unmount_box(target) != []  # nothing there to detach: reported
+
+
+def test_bubblewrap_binds_a_mounted_box_as_its_tmp_in_place_of_its_own_tmpfs(
+        tmp_path: Path) -> None:
+    options: dict[str, Any] = {"read_only": [], "covered": [], "submission_fd": 3,
+                               "submission_name": "serving.py", "space_bytes": 1,
+                               "worker": ["true"]}
+    own = bubblewrap.bwrap_command(Path("/bin/true"), **options)
+    assert own[own.index("--tmpfs") + 1] == bubblewrap.SPACE
+    bound = bubblewrap.bwrap_command(Path("/bin/true"), space=tmp_path, **options)
+    assert bound[bound.index("--bind") + 1:bound.index("--bind") + 3] == \
+        [str(tmp_path), bubblewrap.SPACE]
+    assert "--tmpfs" not in bound
+    assert bound[bound.index("--dir") + 1] == bubblewrap.BOX
