@@ -115,6 +115,8 @@ class StudentRunner:
             PortableTransport if self.portable else HardenedTransport
         self._box = self.root / "box"
         self._box.mkdir(mode=0o700, exist_ok=True)
+        # on the grading's disk first: a full one is said here (the mount then covers it)
+        (self._box / SUBMISSION_NAME).write_bytes(submission)
         #: Whether the box is a tmpfs this runner mounted (detached on closing).
         self._mounted = False
         if protections.box_mount and sandbox is not None:
@@ -126,7 +128,7 @@ class StudentRunner:
                     f" (not mounted: {why_not})")
         # bubblewrap reads serving.py from a descriptor: a mounted box is its /tmp, kept empty
         copy = not (self._mounted and protections.tool == "bubblewrap")
-        if copy:
+        if copy and self._mounted:
             (self._box / SUBMISSION_NAME).write_bytes(submission)
         if sandbox is not None:  # the sandbox user may enter the root, and own only the box
             self.root.chmod(0o711)
