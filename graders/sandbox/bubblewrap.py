@@ -6,7 +6,8 @@ network, IPC, UTS and cgroup namespaces, on a root of its own that holds only:
 - read-only: the interpreter (or its copy), its standard library with any
   ``site-packages`` covered, the folders of the shared libraries it loads, the worker
   runtime (worker script, pint) and pint's parsed definitions;
-- read-write: one tmpfs of ``space_bytes`` at :data:`SPACE` (``/tmp``), holding the box
+- read-write: one tmpfs of ``space_bytes`` at :data:`SPACE` (``/tmp``; as root with
+  CAP_SYS_ADMIN, the box's own, of :mod:`graders.sandbox.box_mount`), holding the box
   at :data:`BOX` (with the copy of ``serving.py``, passed as a descriptor, never as a host
   path); ``/var/tmp`` is a link to it;
 - a private ``/proc`` (its own processes only) and a minimal ``/dev``; the sandbox's
@@ -172,13 +173,16 @@ def submission_descriptor(code: bytes) -> int:
 
 def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[Path],
                   submission_fd: int, submission_name: str, space_bytes: int,
-                  worker: Sequence[str], disable_userns: bool = False) -> list[str]:
+                  worker: Sequence[str], disable_userns: bool = False,
+                  space: Path | None = None) -> list[str]:
     """The command that runs ``worker`` in bubblewrap (see the module's docstring).
 
     ``submission_fd`` must be open on ``serving.py`` and passed down (``pass_fds``); the
     worker finds its copy at ``BOX / submission_name``, and starts in :data:`BOX`.
     ``disable_userns`` (where :func:`disables_userns`) keeps the worker from making user
-    namespaces of its own, below the syscall filter that refuses them too.
+    namespaces of its own, below the syscall filter that refuses them too. ``space``, a
+    tmpfs the grader mounted (:mod:`graders.sandbox.box_mount`), is bound at :data:`SPACE`
+    in place of bwrap's tmpfs: its bound, inodes included, is the worker's.
     """
     ids = [] if _setuid(bwrap) else ["--unshare-user", "--uid", str(WORKER_ID),
                                      "--gid", str(WORKER_ID)]
@@ -187,7 +191,8 @@ def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[P
     command = [str(bwrap), "--unshare-all", *ids, *nested, "--die-with-parent",
                "--new-session", "--cap-drop", "ALL", "--hostname", HOSTNAME,
                "--proc", "/proc", "--dev", "/dev",
-               "--size", str(space_bytes), "--perms", "0700", "--tmpfs", SPACE,
+               *(["--bind", str(space), SPACE] if space else
+                 ["--size", str(space_bytes), "--perms", "0700", "--tmpfs", SPACE]),
                "--symlink", SPACE, "/var/tmp"]
     for path in [*read_only, *(Path(file) for file in LOADER_FILES)]:
         if os.path.exists(path):

@@ -48,6 +48,7 @@ from typing import Any
 
 from graders.sandbox import bubblewrap, landlock, modes, syscall_filter
 from graders.sandbox import platforms as platform_support
+from graders.sandbox.box_mount import BOX_BYTES, BOX_INODES
 from graders.sandbox.cleanup import remove_tree, report_problems
 from graders.sandbox.privileges import (
     SandboxUser,
@@ -107,6 +108,9 @@ class Protections:
     #: The row of :data:`graders.sandbox.modes.MODES` in effect, and its layers that hold.
     mode: str = ""
     layers: tuple[str, ...] = ()
+    #: Whether the grader mounts the worker's box as a bounded tmpfs of its own (root
+    #: with CAP_SYS_ADMIN: :mod:`graders.sandbox.box_mount`).
+    box_mount: bool = False
 
     @property
     def confined(self) -> bool:
@@ -176,15 +180,18 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
         else _probed(_probe_key(sandbox is not None))
     reason = namespace_support(sandbox.uid, sandbox.gid) \
         if sandbox is not None and why_not is not None else None
-    mode = modes.hardened_mode(root=root, sandbox=sandbox is not None,
-                               cap_sys_admin=_has_capability(CAP_SYS_ADMIN),
+    admin = _has_capability(CAP_SYS_ADMIN)
+    mode = modes.hardened_mode(root=root, sandbox=sandbox is not None, cap_sys_admin=admin,
                                bubblewrap=why_not is None, launcher=reason is None)
+    mounted = root and admin and sandbox is not None and sys.platform.startswith("linux")
+    box = (f"a box of {BOX_BYTES // 1024**2} MiB and {BOX_INODES} files (a tmpfs of its "
+           "own)" if mounted else f"a {TEMP_SPACE_BYTES // 1024**2} MiB box")
     if why_not is None:
         return Protections(sandbox is not None, True, True, True,
                            f"{who}, in bubblewrap: it sees only its runtime (read-only) and "
-                           f"a {TEMP_SPACE_BYTES // 1024**2} MiB box, in user, pid, network "
-                           "and IPC namespaces of its own (no network, no other process)",
-                           allowlist=True, tool="bubblewrap"), mode
+                           f"{box}, in user, pid, network and IPC namespaces of its own (no "
+                           "network, no other process)",
+                           allowlist=True, tool="bubblewrap", box_mount=mounted), mode
     if sandbox is None:
         why = "no sandbox user was given" if root else "the grader is not running as root"
         if mode is modes.USER_REFUSED and landlock.unavailable() is None:
@@ -201,7 +208,8 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
                            f"bounded IPC; it can read world-readable files ({why_not})",
                            tool="launcher"), mode
     return Protections(True, False, False, False,
-                       f"{who}, without namespaces ({why_not}; {reason})"), mode
+                       f"{who}, without namespaces ({why_not}; {reason})"
+                       + (f", in {box}" if mounted else ""), box_mount=mounted), mode
 
 
 #: The one line ``graders grade`` prints when the worker runs unconfined.
@@ -299,10 +307,11 @@ def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, Any]:
 
 def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path],
                        submission_fd: int, worker: Sequence[str],
-                       bwrap: Path | None = None) -> list[str]:
+                       bwrap: Path | None = None, space: Path | None = None) -> list[str]:
     """The command that runs ``worker`` in bubblewrap with ``folders`` (the runtime and
-    pint's definitions) and ``python`` read-only, its box at ``bubblewrap.BOX``, and
-    ``serving.py`` read from ``submission_fd``. Start it with :func:`start_options`."""
+    pint's definitions) and ``python`` read-only, its box at ``bubblewrap.BOX`` (in
+    ``space``, the tmpfs the grader mounted, where given), and ``serving.py`` read from
+    ``submission_fd``. Start it with :func:`start_options`."""
     executable = bwrap or bubblewrap.bwrap_executable(for_others=os.geteuid() == 0)
     if executable is None:
         raise OSError("bubblewrap is no longer installed")
@@ -312,7 +321,7 @@ def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path],
     return bubblewrap.bwrap_command(
         executable, read_only=[*folders, *paths], covered=covered,
         submission_fd=submission_fd, submission_name=SUBMISSION_NAME,
-        space_bytes=TEMP_SPACE_BYTES, worker=worker,
+        space_bytes=TEMP_SPACE_BYTES, worker=worker, space=space,
         disable_userns=bubblewrap.disables_userns(executable))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import os
 import secrets
 import sys
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from graders.sandbox.box_mount import mount_box, unmount_box
 from graders.sandbox.budget import Strikes, TimeBudget
 from graders.sandbox.calls import CallOutcome as CallOutcome  # part of the runner's interface
 from graders.sandbox.calls import CallRequest as CallRequest  # part of the runner's interface
@@ -89,6 +91,8 @@ class StudentRunner:
         """Remove what a set-up that failed (or was interrupted) had made."""
         made = self.__dict__.get("root") if self.__dict__.get("_owns_root") else \
             self.__dict__.get("_box")
+        if self.__dict__.get("_mounted"):
+            report_problems(unmount_box(self._box))
         if made is not None:
             report_problems(remove_tree(made))
 
@@ -111,10 +115,24 @@ class StudentRunner:
             PortableTransport if self.portable else HardenedTransport
         self._box = self.root / "box"
         self._box.mkdir(mode=0o700, exist_ok=True)
+        # on the grading's disk first: a full one is said here (the mount then covers it)
         (self._box / SUBMISSION_NAME).write_bytes(submission)
+        #: Whether the box is a tmpfs this runner mounted (detached on closing).
+        self._mounted = False
+        if protections.box_mount and sandbox is not None:
+            why_not = mount_box(self._box, sandbox.uid, sandbox.gid)
+            self._mounted = why_not is None
+            if why_not is not None:  # today's box: a host folder (or bwrap's tmpfs)
+                protections = dataclasses.replace(
+                    protections, box_mount=False, description=f"{protections.description}"
+                    f" (not mounted: {why_not})")
+        # bubblewrap reads serving.py from a descriptor: a mounted box is its /tmp, kept empty
+        copy = not (self._mounted and protections.tool == "bubblewrap")
+        if copy and self._mounted:
+            (self._box / SUBMISSION_NAME).write_bytes(submission)
         if sandbox is not None:  # the sandbox user may enter the root, and own only the box
             self.root.chmod(0o711)
-            for path in (self._box, self._box / SUBMISSION_NAME):
+            for path in (self._box, self._box / SUBMISSION_NAME)[:1 + copy]:
                 os.chown(path, sandbox.uid, sandbox.gid)
         self._setup = WorkerSetup(python, self._runtime, self._definitions, self._box,
                                   submission, sandbox, protections, secrets.token_hex(16))
@@ -210,6 +228,9 @@ class StudentRunner:
             self._stop()
         except Exception as error:  # a clean-up must not cost the grading its results
             problems.append(f"stopping the worker: {type(error).__name__}: {error}")
+        if self._mounted:  # before the sweep, which would find the box the sandbox user's
+            problems += unmount_box(self._box)
+            self._mounted = False
         if self.sandbox is not None and self.sandbox.exclusive:
             problems += sweep_user(self.sandbox.uid)
         private = [self.root if self._owns_root else self._box]

@@ -57,7 +57,8 @@ class WorkerSetup:
         if self.protections.tool == "bubblewrap":  # see graders.sandbox.bubblewrap
             submission_fd = submission_descriptor(self.submission)
             argv = bubblewrap_command(self.python, worker=argv, folders=folders,
-                                      submission_fd=submission_fd)
+                                      submission_fd=submission_fd,
+                                      space=self.box if self.protections.box_mount else None)
             drop = start_options(self.sandbox, submission_fd)
         elif self.sandbox is not None and self.protections.namespaces:
             # A launcher, as root, enters namespaces of its own, drops to the sandbox user

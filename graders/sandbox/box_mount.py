@@ -1,0 +1,48 @@
+"""The worker's box as a tmpfs of its own, where the grader may mount (root with
+CAP_SYS_ADMIN): at most :data:`BOX_BYTES` and :data:`BOX_INODES` in total, nosuid, nodev,
+noexec, owned by the sandbox user. It is mounted on the host's box folder before the
+worker starts (bubblewrap binds it as the worker's box; under Landlock it is the box) and
+detached when the runner closes. Where mounting is refused, nothing is mounted."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from pathlib import Path
+
+#: The box's bytes and inodes (files, folders and links; serving.py takes one).
+BOX_BYTES = 64 * 1024**2
+BOX_INODES = 4096
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
+_MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 8
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def mount_box(box: Path, uid: int, gid: int) -> str | None:
+    """Mount the box's tmpfs on ``box`` (a folder, never a link: it is opened without
+    following one and mounted through its descriptor). None once mounted, else why not."""
+    fd = os.open(box, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        options = (f"size={BOX_BYTES},nr_inodes={BOX_INODES},mode=0700,"
+                   f"uid={uid},gid={gid}").encode()
+        if _libc().mount(b"serving-grader-box", f"/proc/self/fd/{fd}".encode(), b"tmpfs",
+                         _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options) != 0:
+            return f"the box's tmpfs cannot be mounted: {os.strerror(ctypes.get_errno())}"
+    except (AttributeError, OSError) as error:  # no mount(2) in this libc
+        return f"the box's tmpfs cannot be mounted: {error}"
+    finally:
+        os.close(fd)
+    return None
+
+
+def unmount_box(box: Path) -> list[str]:
+    """Detach the box's tmpfs from ``box`` (lazily: a process still in it keeps it until
+    it is gone); what went wrong, for the clean-up's report."""
+    if _libc().umount2(str(box).encode(), _MNT_DETACH | _UMOUNT_NOFOLLOW) != 0:
+        return [f"unmounting {box}: {os.strerror(ctypes.get_errno())}"]
+    return []
