@@ -6,6 +6,7 @@ detached when the runner closes. Where mounting is refused, nothing is mounted."
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -16,6 +17,8 @@ BOX_BYTES = 64 * 1024**2
 BOX_INODES = 4096
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 _MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 8
+#: The source every box's tmpfs is mounted with (how a stale one is found again).
+SOURCE = "serving-grader-box"
 
 
 @functools.cache
@@ -30,7 +33,7 @@ def mount_box(box: Path, uid: int, gid: int) -> str | None:
     try:
         options = (f"size={BOX_BYTES},nr_inodes={BOX_INODES},mode=0700,"
                    f"uid={uid},gid={gid}").encode()
-        if _libc().mount(b"serving-grader-box", f"/proc/self/fd/{fd}".encode(), b"tmpfs",
+        if _libc().mount(SOURCE.encode(), f"/proc/self/fd/{fd}".encode(), b"tmpfs",
                          _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options) != 0:
             return f"the box's tmpfs cannot be mounted: {os.strerror(ctypes.get_errno())}"
     except (AttributeError, OSError) as error:  # no mount(2) in this libc
@@ -46,3 +49,24 @@ def unmount_box(box: Path) -> list[str]:
     if _libc().umount2(str(box).encode(), _MNT_DETACH | _UMOUNT_NOFOLLOW) != 0:
         return [f"unmounting {box}: {os.strerror(ctypes.get_errno())}"]
     return []
+
+
+def stale_boxes_of(uid: int, mountinfo: str = "/proc/self/mountinfo") -> list[Path]:
+    """The boxes' tmpfs mounts whose root ``uid`` owns: those of a grading that was killed
+    before it could detach them (for the sweep of a sandbox user held exclusively)."""
+    found = []
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                fields = line.split()
+                after = fields.index("-") if "-" in fields else -1
+                if after < 0 or fields[after + 1:after + 3] != ["tmpfs", SOURCE]:
+                    continue
+                point = Path(fields[4].replace("\\040", " ").replace("\\011", "\t")
+                             .replace("\\012", "\n").replace("\\134", "\\"))
+                with contextlib.suppress(OSError):  # gone meanwhile
+                    if os.lstat(point).st_uid == uid:
+                        found.append(point)
+    except OSError:  # no /proc
+        pass
+    return found

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, TypeAlias
 
 from graders.sandbox import platforms as platform_support
+from graders.sandbox.box_mount import stale_boxes_of, unmount_box
 
 PathLike: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
@@ -636,8 +637,9 @@ def kill_marked(marker: str, spare: Collection[int] = ()) -> list[int]:
 
 
 def sweep_user(uid: int) -> list[str]:
-    """Remove what the sandbox user ``uid`` left anywhere: kill its processes, remove its
-    entries in the shared writable folders and its SysV IPC objects. Only for a uid held
+    """Remove what the sandbox user ``uid`` left anywhere: kill its processes, detach its
+    boxes' tmpfs mounts, remove its entries in the shared writable folders and its SysV
+    IPC objects. Only for a uid held
     exclusively: everything it owns goes. Returns the problems; never raises."""
     if uid == 0:
         return ["refusing to sweep uid 0"]
@@ -646,6 +648,8 @@ def sweep_user(uid: int) -> list[str]:
         kill_user(uid)
     except Exception as error:  # a clean-up reports, never raises
         problems.add(f"killing the processes of uid {uid}: {_why(error)}")
+    for box in stale_boxes_of(uid):  # a killed grading's box tmpfs, still mounted
+        problems.extend(unmount_box(box))
     problems.extend(remove_files_of(uid))
     problems.extend(remove_ipc_of(uid))
     return problems.as_list()

@@ -18,6 +18,7 @@ import graders.sandbox.confinement
 import graders.sandbox.runner
 from graders.sandbox import box_mount, bubblewrap, landlock
 from graders.sandbox.box_mount import BOX_BYTES, BOX_INODES, mount_box
+from graders.sandbox.cleanup import sweep_user
 from graders.sandbox.confinement import CAP_SYS_ADMIN, _has_capability, bubblewrap_support
 from graders.sandbox.privileges import (
     SandboxUser,
@@ -188,3 +189,34 @@ def test_bubblewrap_binds_a_mounted_box_as_its_tmp_in_place_of_its_own_tmpfs(
         [str(tmp_path), bubblewrap.SPACE]
     assert "--tmpfs" not in bound
     assert bound[bound.index("--dir") + 1] == bubblewrap.BOX
+
+
+def test_a_box_left_mounted_by_a_killed_grading_is_detached_by_the_next_sweep(
+        tmp_path: Path, sandbox_user: SandboxUser) -> None:
+    # a grading killed with SIGKILL cannot detach its box: the next claim of its sandbox
+    # user (which sweeps it) does, and leaves other users' boxes alone
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    for box in (mine, other):
+        box.mkdir()
+    assert mount_box(mine, sandbox_user.uid, sandbox_user.gid) is None
+    assert mount_box(other, sandbox_user.uid + 1, sandbox_user.gid) is None
+    try:
+        assert box_mount.stale_boxes_of(sandbox_user.uid) == [mine]
+        assert sweep_user(sandbox_user.uid) == []
+        assert box_mounts(mine) == []
+        assert len(box_mounts(other)) == 1
+    finally:
+        for box in (mine, other):
+            box_mount.unmount_box(box)
+
+
+def test_mount_points_are_read_as_mountinfo_escapes_them(tmp_path: Path) -> None:
+    mountinfo = tmp_path / "mountinfo"
+    box = tmp_path / "a box\twith\\odd name"
+    box.mkdir()
+    escaped = str(box).replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011")
+    mountinfo.write_text(
+        f"36 35 0:40 / {escaped} rw,nosuid - tmpfs {box_mount.SOURCE} rw,size=65536k\n"
+        f"37 35 0:41 / {tmp_path} rw - tmpfs other-source rw\n", encoding="utf-8")
+    assert box_mount.stale_boxes_of(os.geteuid(), str(mountinfo)) == [box]
+    assert box_mount.stale_boxes_of(os.geteuid() + 1, str(mountinfo)) == []
