@@ -12,7 +12,9 @@ the grader's user, checked against its manifest, never writable by a sandbox use
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,12 +41,23 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@functools.cache
 def method_key() -> str:
-    """Changes when the way the curves are computed changes (this package's source)."""
+    """Changes when the way the curves are computed changes: this package's source, the
+    reference's (the formula's p99 and the exact M/M/c points) and the track loader's."""
     digest = hashlib.sha256()
-    for module in (curves, mg1, simulate):
-        digest.update(Path(str(module.__file__)).read_bytes())
+    for path in _method_sources():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:20]
+
+
+def _method_sources() -> list[Path]:
+    from graders.trackfiles import tracks  # noqa: PLC0415 - the loader, for its path only
+
+    reference = importlib.util.find_spec("reference")
+    folders = [] if reference is None else list(reference.submodule_search_locations or [])
+    return [*(Path(str(module.__file__)) for module in (curves, mg1, simulate, tracks)),
+            *sorted(path for folder in folders for path in Path(folder).glob("*.py"))]
 
 
 def cache_key(track: Track) -> str:

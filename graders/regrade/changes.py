@@ -95,9 +95,31 @@ def read_run(folder: Path) -> dict[str, Any] | None:
         document = json.loads((folder / RUN_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION:
+    if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION \
+            or not _well_formed(document):
         return None
     return document
+
+
+def _score_like(value: Any) -> bool:
+    return value is None or isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _well_formed(document: Mapping[str, Any]) -> bool:
+    """Whether a run.json has the shape :func:`compare` reads (one edited by hand, or
+    damaged, is no baseline rather than a crash after the grading)."""
+    submissions, settings = document.get("submissions"), document.get("settings", {})
+    if not isinstance(submissions, dict) or not isinstance(settings, dict):
+        return False
+    for entry in submissions.values():
+        tests = entry.get("tests", {}) if isinstance(entry, dict) else None
+        if not isinstance(tests, dict) or not _score_like(entry.get("score")):
+            return False
+        if not all(isinstance(test, dict) and "status" in test
+                   and _score_like(test.get("score")) and _score_like(test.get("max_score"))
+                   for test in tests.values()):
+            return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,9 @@ class _Clusters:
             homes.update(dict.fromkeys(unwritten, [started]))
         roots = {name: _root(name, failed) for name in failed if name not in unwritten}
         for name, root in roots.items():
+            if root is not None and self._own_cause(name, root, failed):
+                roots[name] = None
+        for name, root in roots.items():
             if root is None:
                 homes[name] = self._causes(entry.id, name, failed[name])
         for name, root in roots.items():
@@ -228,6 +231,18 @@ class _Clusters:
                 members = home.breaks.setdefault(name, [])
                 if entry.id not in members:
                     members.append(entry.id)
+
+    def _own_cause(self, function: str, root: str,
+                   failed: Mapping[str, Sequence[Mapping[str, Any]]]) -> bool:
+        """Whether ``function``, failing below its failing callee ``root``, has a bug of its
+        own: its values fit a catalogued mistake whose fix (hint) is not one of the root's
+        (an entry such as "seen through transformer_state_gb" is the root's bug)."""
+        own = self._named(function, failed[function], *signature(failed[function]))
+        if own is None:
+            return False
+        below = self._named(root, failed[root], *signature(failed[root])) or []
+        fixes = {mistake.hint for mistakes, _ in below for mistake in mistakes}
+        return any(mistake.hint not in fixes for mistakes, _ in own for mistake in mistakes)
 
     def _not_started(self, tests: Sequence[Mapping[str, Any]]) -> Cluster:
         if self.started is None:

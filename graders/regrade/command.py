@@ -443,6 +443,11 @@ def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: 
     if moves is not None:
         attempt(out / CHANGES_NAME, lambda: _write_csv(out / CHANGES_NAME,
                                                        changes_table(moves, entries)))
+    else:  # nothing to compare with: an earlier run's changes.csv would say otherwise
+        try:
+            (out / CHANGES_NAME).unlink(missing_ok=True)
+        except OSError as error:
+            failures.append(f"removing the earlier {out / CHANGES_NAME} failed: {error}")
 
     def summary() -> None:
         built, left_out = guarded_report(

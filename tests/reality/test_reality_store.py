@@ -232,3 +232,14 @@ def test_an_unstable_point_has_no_error_and_never_flips() -> None:
     point = RealityPoint(1.0, math.inf, math.inf, 0.0, "unstable")
     assert math.isnan(point.error)
     assert not point.flips(100.0)
+
+
+def test_the_method_key_covers_the_reference_and_the_track_loader() -> None:
+    # the cached formula p99 and exact points come from reference/, the profile from the
+    # track loader: a change there must not leave stale curves valid
+    from graders.reality.store import _method_sources
+
+    names = {(path.parent.name, path.name) for path in _method_sources()}
+    assert {("reference", "tails.py"), ("reference", "queueing.py"),
+            ("reference", "batching.py"), ("trackfiles", "tracks.py"),
+            ("reality", "mg1.py"), ("reality", "simulate.py")} <= names

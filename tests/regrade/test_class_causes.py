@@ -208,3 +208,34 @@ def test_the_page_of_causes_in_headless_chromium_without_network(regraded: Path,
     assert started[0] == "template"
     assert started[1].startswith("not started: serve, erlang_c")
     assert screenshot.stat().st_size > 10_000
+
+
+
+@pytest.mark.slow
+def test_a_bug_of_its_own_in_a_function_whose_callee_fails_is_a_second_cause(
+        tmp_path: Path) -> None:
+    # textbook Erlang C (which breaks queueing_latency) and a natural log in batching_tax:
+    # batching_tax's values fit its own mistake, so it is a cause of its own there, not a
+    # knock-on; the natural log is counted, and Erlang C is not said to break batching_tax
+    root = tmp_path / "class"
+    root.mkdir(mode=0o700)
+    textbook = source("erlang_c_textbook")
+    assert textbook.count(NATURAL_LOG[0]) == 1
+    chain = {"textbook-erlang": textbook, "natural-log": source([NATURAL_LOG]),
+             "both": textbook.replace(*NATURAL_LOG)}
+    for ident, text in chain.items():
+        (root / ident).mkdir()
+        (root / ident / "serving.py").write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "graders", "regrade", str(root), "--out",
+                          str(out), "--jobs", "2", "--names", "--no-histogram"],
+                         capture_output=True, text=True, timeout=900, check=False)
+    assert run.returncode == 0, run.stderr
+    found = clusters(out)
+    [natural] = [c for c in found if c["mistakes"] == ["natural-log"]]
+    assert sorted(natural["members"]) == ["both", "natural-log"]
+    [erlang] = [c for c in found if "textbook-erlang" in c["members"]]
+    assert erlang["function"] == "erlang_c"
+    assert sorted(erlang["members"]) == ["both", "textbook-erlang"]
+    assert all("both" not in item["members"] for item in erlang["breaks"]
+               if item["function"] == "batching_tax")

@@ -211,3 +211,34 @@ def test_the_what_changed_block_is_balanced_and_escaped(changes: dict[str, Any])
     assert block.count("<div") == block.count("</div>") == 1
     assert "<b>old</b>" not in block
     assert "<i>ann</i>" not in block
+
+
+@pytest.mark.parametrize("damage", [
+    {"submissions": []},
+    {"submissions": {"ann": {"status": "graded", "score": "ten", "tests": {}}}},
+    {"submissions": {"ann": {"status": "graded", "score": 1.0, "tests": {"t": "passed"}}}},
+    {"submissions": {"ann": {"status": "graded", "score": 1.0,
+                             "tests": {"t": {"status": "passed", "score": "2"}}}}},
+    {"settings": []},
+])
+def test_a_damaged_run_json_is_no_baseline_rather_than_a_crash(
+        tmp_path: Path, damage: dict[str, Any]) -> None:
+    from graders.regrade.changes import RUN_NAME, SCHEMA_VERSION, read_run
+
+    (tmp_path / RUN_NAME).write_text(json.dumps(
+        {**run(SETTINGS, t=outcome("failed", 1.0)), "schema_version": SCHEMA_VERSION,
+         **damage}), encoding="utf-8")
+    assert read_run(tmp_path) is None
+
+
+def test_a_run_with_nothing_to_compare_with_leaves_no_earlier_changes_csv(
+        tmp_path: Path) -> None:
+    from graders.regrade import command
+
+    (tmp_path / "changes.csv").write_text("submission\nann\n", encoding="utf-8")
+    current = {**run(SETTINGS, t=outcome("failed", 1.0)), "schema_version": 1}
+    written, failures = command.write_outputs(tmp_path, [], histogram=False,
+                                              run=(current, None, ""))
+    assert failures == []
+    assert not (tmp_path / "changes.csv").exists()
+    assert "changes.csv" not in {path.name for path in written}
