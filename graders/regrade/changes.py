@@ -5,7 +5,8 @@ why (:func:`compare`).
 
 Why is read from what the two runs recorded, never guessed:
 
-- *the submission file*: its SHA-256 differs;
+- *a new submission*, or *the submission is gone*: it is in one run only;
+- *the submission file*: its SHA-256 differs (or it has one only now);
 - *the grader version*: ``graders.__version__`` differs (at one version: *the grader's
   code*, the files of ``graders/`` and ``reference/`` that decide a score);
 - *a track*: its file's SHA-256 differs (or it was added or removed), and a flipped test
@@ -220,7 +221,9 @@ def _reasons(before: Mapping[str, Any], after: Mapping[str, Any],
     """Why one submission moved (see the module)."""
     was, now = settings
     reasons = []
-    if before.get("sha256") and after.get("sha256") and before["sha256"] != after["sha256"]:
+    if not before or not after:  # in one run only
+        reasons.append("a new submission" if after else "the submission is gone")
+    elif before.get("sha256") != after.get("sha256"):  # one file made, or changed
         reasons.append("the submission file")
     if was.get("grader_version") != now.get("grader_version"):
         reasons.append(f"grader version {was.get('grader_version')} -> "

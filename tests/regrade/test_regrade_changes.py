@@ -242,3 +242,19 @@ def test_a_run_with_nothing_to_compare_with_leaves_no_earlier_changes_csv(
     assert failures == []
     assert not (tmp_path / "changes.csv").exists()
     assert "changes.csv" not in {path.name for path in written}
+
+
+def test_a_submission_in_one_run_only_says_so() -> None:
+    one = run(SETTINGS, t=outcome("failed", 1.0))
+    nobody: dict[str, Any] = {"settings": SETTINGS, "submissions": {}}
+    [added] = compare(nobody, one)
+    [removed] = compare(one, nobody)
+    assert (added.before_status, added.after_status, list(added.reasons)) == \
+        ("absent", "graded", ["a new submission"])
+    assert (removed.before_status, removed.after_status, list(removed.reasons)) == \
+        ("graded", "absent", ["the submission is gone"])
+    # a rejected submission that now has its file: its file is the reason
+    rejected = {"settings": SETTINGS, "submissions": {"ann": {"status": "rejected",
+                                                              "score": 0.0, "tests": {}}}}
+    [fixed] = compare(rejected, one)
+    assert list(fixed.reasons) == ["the submission file"]
