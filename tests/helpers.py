@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -523,6 +524,39 @@ CORPUS_EXPECTED: dict[str, CorpusOutcome] = {
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
+
+
+@dataclass
+class OfflinePage:
+    """A page opened by :func:`offline_page`: what it reported as errors, and the URLs it
+    requested."""
+
+    page: Any
+    problems: list[str]
+    requests: list[str]
+
+
+@contextlib.contextmanager
+def offline_page(path: Path) -> Iterator[OfflinePage]:
+    """``path`` loaded in headless Chromium, offline and with scripts off (or skip, as
+    :func:`chromium`); the browser closes after the block."""
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    opened = OfflinePage(None, [], [])
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(offline=True, java_script_enabled=False)
+            page = opened.page = context.new_page()
+            page.on("console", lambda m: opened.problems.append(m.text)
+                    if m.type == "error" else None)
+            page.on("pageerror", lambda error: opened.problems.append(str(error)))
+            page.on("request", lambda request: opened.requests.append(request.url))
+            page.goto(path.as_uri(), wait_until="load")
+            yield opened
+        finally:
+            browser.close()
 
 
 def chromium() -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CHROMIUM_ARGS, CORPUS, REPO, chromium
+from helpers import CORPUS, REPO, offline_page
 
 CORRECT = CORPUS / "correct" / "serving.py"
 #: Each edit as (the correct line, the buggy one).
@@ -174,28 +174,15 @@ def test_the_page_lists_causes_with_their_knock_ons_inside(regraded: Path) -> No
 @pytest.mark.slow
 def test_the_page_of_causes_in_headless_chromium_without_network(regraded: Path,
                                                                  tmp_path: Path) -> None:
-    executable = chromium()
-    from playwright.sync_api import sync_playwright
-
-    problems: list[str] = []
-    requests: list[str] = []
     screenshot = tmp_path / "causes.png"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(offline=True, java_script_enabled=False)
-            page = context.new_page()
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda error: problems.append(str(error)))
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto((regraded / "class.html").as_uri(), wait_until="load")
-            headings = page.locator("section.cluster h3").all_inner_texts()
-            knock_ons = page.locator("ul.breaks li").all_inner_texts()
-            started = page.locator("table.not-started td").all_inner_texts()
-            visible = page.locator("ul.breaks").first.is_visible()
-            page.screenshot(path=str(screenshot), full_page=True)
-        finally:
-            browser.close()
+    with offline_page(regraded / "class.html") as opened:
+        page = opened.page
+        headings = page.locator("section.cluster h3").all_inner_texts()
+        knock_ons = page.locator("ul.breaks li").all_inner_texts()
+        started = page.locator("table.not-started td").all_inner_texts()
+        visible = page.locator("ul.breaks").first.is_visible()
+        page.screenshot(path=str(screenshot), full_page=True)
+    problems, requests = opened.problems, opened.requests
     print(f"screenshot of the class page: {screenshot}")  # noqa: T201
     assert problems == []
     assert all(url.startswith(("file:", "data:")) for url in requests), requests

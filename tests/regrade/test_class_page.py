@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CHROMIUM_ARGS, CORPUS, chromium
+from helpers import CORPUS, offline_page
 
 #: Corpus folder -> (copies, the function where the bug is, the catalogued mistake or "").
 MIX: dict[str, tuple[int, str, str]] = {
@@ -136,34 +136,21 @@ def test_the_grade_sheet_has_a_row_per_group_member_with_lateness(
 @pytest.mark.slow
 def test_the_class_page_in_headless_chromium_without_network(
         regraded: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
-    executable = chromium()
-    from playwright.sync_api import sync_playwright
-
     out, made = regraded
-    problems: list[str] = []
-    requests: list[str] = []
     screenshot = tmp_path / "class.png"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(offline=True, java_script_enabled=False)
-            page = context.new_page()
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda error: problems.append(str(error)))
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto((out / "class.html").as_uri(), wait_until="load")
-            counts: list[Any] = page.eval_on_selector_all(
-                "section.cluster", "els => els.map(e => Number(e.dataset.count))")
-            cells = page.locator("#heatmap td[data-rate]").count()
-            bars = page.locator("#distribution rect").count()
-            bins = page.locator("#bins").inner_text()
-            box = page.locator("#distribution").bounding_box()
-            page.screenshot(path=str(screenshot), full_page=True)
-            page.locator("#students a").first.click()
-            page.wait_for_load_state("load")
-            student = page.url
-        finally:
-            browser.close()
+    with offline_page(out / "class.html") as opened:
+        page = opened.page
+        counts: list[Any] = page.eval_on_selector_all(
+            "section.cluster", "els => els.map(e => Number(e.dataset.count))")
+        cells = page.locator("#heatmap td[data-rate]").count()
+        bars = page.locator("#distribution rect").count()
+        bins = page.locator("#bins").inner_text()
+        box = page.locator("#distribution").bounding_box()
+        page.screenshot(path=str(screenshot), full_page=True)
+        page.locator("#students a").first.click()
+        page.wait_for_load_state("load")
+        student = page.url
+    problems, requests = opened.problems, opened.requests
     print(f"screenshot of the class page: {screenshot}")  # noqa: T201
     assert problems == []
     assert all(url.startswith(("file:", "data:")) for url in requests), requests
