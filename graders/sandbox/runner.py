@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import os
 import secrets
 import sys
@@ -405,18 +406,25 @@ class StudentRunner:
         self._worker = worker
         self._started = True
         self._pint_ready = False
+        init = {**self._worker_init, "preload_pint": preload_pint}
+        with contextlib.suppress(OSError):  # a worker that died at once is reported on reading
+            worker.transport.send(request_line(init))
+        return worker
+
+    @functools.cached_property
+    def _worker_init(self) -> dict[str, Any]:
+        """The ``init`` request's part that is the same for every worker of this runner
+        (Landlock's rules among it: worked out once, not at every restart)."""
         init = {"op": "init", "submission": str(self._setup.worker_box / SUBMISSION_NAME),
                 "path": [str(self._runtime)], "definitions": str(self._definitions),
-                "limits": self.limits.worker_limits(), "preload_pint": preload_pint,
+                "limits": self.limits.worker_limits(),
                 "syscall_filter": self._setup.protections.syscall_filter,
                 # the portable path has no /proc sweep: nothing may leave the worker's tree
                 "no_processes": self.portable}
         if self._setup.protections.landlock:
             init["landlock"] = landlock_paths(
                 self._setup.python, (self._runtime, self._definitions), self._box)
-        with contextlib.suppress(OSError):  # a worker that died at once is reported on reading
-            worker.transport.send(request_line(init))
-        return worker
+        return init
 
     def _ensure_worker(self) -> _Worker:
         if self._filter_error is not None:
