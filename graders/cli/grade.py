@@ -230,15 +230,23 @@ def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
     except GraderError:
         raise
     except KeyboardInterrupt as error:  # SIGINT or SIGTERM: the run cleaned up on its way out
-        name = interruption.name(error)
-        sys.stderr.write(f"graders: the grading was interrupted by {name}: no score\n")
-        _report_no_score(interrupted_results(name), args, targets)
-        return interruption.exit_code(error)
+        return _interrupted(interruption, error, args, targets)
     except Exception as error:  # noqa: BLE001 - the guard: whatever failed, no score
+        if interruption.signal_number is not None:  # reporting the interrupt failed (pytest's
+            return _interrupted(interruption, error, args, targets)  # own report can)
         recorded = read_grader_failure(results) if results is not None else None
         _report_grader_failure(recorded or disk_full(error) or f"{type(error).__name__}: {error}",
                                args, targets)
         return GRADER_FAILED
+
+
+def _interrupted(interruption: Interruption, error: BaseException, args: argparse.Namespace,
+                 targets: dict[str, str | None]) -> int:
+    """A grading stopped by a signal: one line, the no-score record, 128 + the signal."""
+    name = interruption.name(error)
+    sys.stderr.write(f"graders: the grading was interrupted by {name}: no score\n")
+    _report_no_score(interrupted_results(name), args, targets)
+    return interruption.exit_code(error)
 
 
 def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,

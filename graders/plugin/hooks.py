@@ -125,6 +125,7 @@ class GradingHooks:
             _set_score_properties(item, report, updated)
         return report
 
+    @pytest.hookimpl(tryfirst=True)  # before the terminal's report of it, which can fail
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.interrupted = interrupted_by(excinfo.value)
 
@@ -151,7 +152,7 @@ class GradingHooks:
         """The guard of every report: whatever fails or interrupts the finish, the workers
         are stopped and a final result is written (the grader's failure, or the
         interruption: no score); an interrupt is raised again once it is."""
-        interrupted = self.interrupted if exitstatus == pytest.ExitCode.INTERRUPTED else None
+        interrupted = self.interrupted  # whatever the exit status (its report may have failed)
         try:
             if exitstatus == pytest.ExitCode.INTERNAL_ERROR:  # no score from a broken run
                 _finish_anyway(self.session, failure=self.failure or "an internal error")

@@ -283,6 +283,35 @@ def test_an_interrupted_grading_stops_its_workers_removes_its_folders_and_says_s
     assert kill_marked(f"{home}/") == []
 
 
+#: pytest's terminal report of the interrupt fails, as it does when the signal lands in code
+#: whose traceback has no line number (a dataclass's generated ``__init__``, on Python 3.11).
+BROKEN_INTERRUPT_REPORT = """
+    import _pytest.terminal as terminal
+    def report(self, excinfo):
+        raise TypeError("unsupported operand type(s) for -: 'NoneType' and 'int'")
+    terminal.TerminalReporter.pytest_keyboard_interrupt = report
+"""
+
+
+@pytest.mark.parametrize(("number", "code"), [(signal.SIGTERM, INTERRUPTED_SIGTERM),
+                                               (signal.SIGINT, INTERRUPTED_SIGINT)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_signal_whose_report_in_pytest_fails_is_still_an_interruption(
+        home: Path, number: int, code: int) -> None:
+    process = grade(home, HANGING, environment(home, BROKEN_INTERRUPT_REPORT))
+    wait_for_worker(home, process)
+    process.send_signal(number)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == code, stdout[-2000:] + stderr[-2000:]
+    name = signal.Signals(number).name
+    assert stderr.splitlines()[-1:] == [f"graders: the grading was interrupted by {name}: "
+                                        "no score"], stderr
+    assert "the grader failed" not in stderr
+    assert interrupted_by_signal(no_score(home)) == name
+    assert left_behind(home) == []
+    assert kill_marked(f"{home}/") == []
+
+
 #: The results an earlier grading left: never what an interrupted one leaves.
 EARLIER_RESULTS = {"score": 42.0, "execution_time": 1.0, "output": "an earlier grading",
                    "tests": []}

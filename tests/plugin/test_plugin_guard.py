@@ -11,7 +11,7 @@ import pytest
 from helpers import CORPUS
 
 from graders.errors import GRADER_FAILED_EXIT
-from graders.results.reports import grader_failure
+from graders.results.reports import grader_failure, interrupted_by_signal
 
 FAST = ["-k", "test_serve or test_transformer_state_gb"]
 #: Failures planted by the run's own conftest.py (in a subprocess: nothing leaks into this
@@ -71,3 +71,28 @@ def test_results_written_then_a_failure_still_leaves_one_verdict(
     assert result.ret == GRADER_FAILED_EXIT
     record = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert grader_failure(record) == "OSError: planted"
+
+
+def test_an_interrupt_whose_report_fails_still_leaves_the_interruption_record(
+        pytester: pytest.Pytester) -> None:
+    """pytest's terminal report of a Ctrl-C can itself raise (a traceback entry without a
+    line number): the run was still interrupted, and the results say so, with no score."""
+    pytester.makeconftest("""
+        import pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_keyboard_interrupt(excinfo):
+            raise TypeError("unsupported operand type(s) for -: 'NoneType' and 'int'")
+
+        def pytest_collection_finish(session):
+            raise KeyboardInterrupt
+    """)
+    shutil.copy(CORPUS / "correct" / "serving.py", pytester.path / "serving.py")
+    out = pytester.path / "out"
+    out.mkdir(mode=0o700)
+    pytester.runpytest_subprocess("--student", "serving.py", "--grader-results",
+                                  str(out / "results.json"), *FAST)
+    record = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert "score" not in record
+    assert interrupted_by_signal(record) == "SIGINT", record
+    assert sorted(p.name for p in out.iterdir()) == ["results.json"]

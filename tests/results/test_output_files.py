@@ -393,3 +393,26 @@ def test_a_signal_during_the_run_is_an_interruption_whatever_pytest_returns(
     assert capsys.readouterr().err.splitlines()[-1] == \
         "graders: the grading was interrupted by SIGINT: no score"
     assert interrupted_by_signal(json.loads(results.read_text(encoding="utf-8"))) == "SIGINT"
+
+
+def test_a_signal_during_the_run_is_an_interruption_whatever_pytest_raises(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # pytest's report of the interrupt can raise out of pytest.main itself (a traceback entry
+    # without a line number): still the interruption, never "the grader failed"
+    def interrupted_run(arguments: list[str], plugins: object = None) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            raise TypeError("unsupported operand type(s) for -: 'NoneType' and 'int'") \
+                from None
+        raise AssertionError("the grader's handler did not interrupt the run")
+
+    monkeypatch.setattr(grade_cli.pytest, "main", interrupted_run)
+    results = tmp_path / "out" / "results.json"
+    args = build_parser().parse_args(["grade", str(CORRECT), "--results", str(results)])
+    assert grade_cli.run_grade(args) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "graders: the grading was interrupted by SIGTERM: no score"
+    assert interrupted_by_signal(json.loads(results.read_text(encoding="utf-8"))) == "SIGTERM"
