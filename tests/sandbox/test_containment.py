@@ -114,6 +114,30 @@ def test_a_watch_kills_a_tree_past_its_memory_bound_and_says_why() -> None:
         child.kill()
 
 
+def test_a_watch_looks_ten_times_as_often_once_the_tree_holds_half_its_bound() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             start_new_session=True)
+    try:
+        rows: dict[int, int] = {}
+
+        def table() -> dict[int, ProcessRow]:
+            return {child.pid: ProcessRow(pid=child.pid, ppid=os.getpid(), pgid=child.pid,
+                                          rss_bytes=rows[child.pid], started="t0")}
+
+        watch = TreeWatch(child.pid, memory_bytes=1000, table=table, interval_s=60)
+        assert watch.next_interval_s() == 60
+        for resident, interval in [(499, 60), (500, 6), (999, 6), (10, 60)]:
+            rows[child.pid] = resident
+            watch.look()
+            assert watch.next_interval_s() == interval, resident
+        assert child.poll() is None
+        assert watch.reason == ""
+        watch.close()
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_watch_kills_at_close_a_process_that_left_the_tree(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     script = ("import os, subprocess, sys, time\n"
