@@ -109,13 +109,15 @@ def print_accepted_refs() -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print each track's profile and the reference's outputs at its defaults."""
-    from graders.reality.store import load_reality
+    from graders.reality.store import MISSING_TEXT, load_reality, missing_reasons
 
     tracks = load_tracks(_folder(args.tracks))
     reality = load_reality(tracks)
     if args.track_id is not None:
         tracks = (_find(tracks, args.track_id),)
-    print("\n\n".join("\n".join(show_lines(track, reality.get(track.track_id)))
+    missing = missing_reasons(tracks, reality)
+    print("\n\n".join("\n".join(show_lines(track, reality.get(track.track_id),
+                                            MISSING_TEXT.get(missing.get(track.track_id, ""))))
                        for track in tracks))
     return 0
 
@@ -170,9 +172,11 @@ def parse_settings(items: Sequence[str]) -> dict[str, str]:
     return settings
 
 
-def show_lines(track: Track, reality: Sequence[RealityCurve] | None = None) -> list[str]:
+def show_lines(track: Track, reality: Sequence[RealityCurve] | None = None,
+               why_missing: str | None = None) -> list[str]:
     """The lines ``graders tracks show`` prints for one track; beside each formula p99 the
-    exact or simulated one from ``reality`` (the track's reality curves), when built."""
+    exact or simulated one from ``reality`` (the track's reality curves), when built, else
+    ``why_missing`` (see ``reality.store.MISSING_TEXT``)."""
     profile = track.reference_profile()
     rows = [("hardware", f"{profile.hardware_name} ({profile.hardware_ref})"),
             ("model", f"{profile.model_name} ({profile.model_ref})")]
@@ -205,7 +209,9 @@ def show_lines(track: Track, reality: Sequence[RealityCurve] | None = None) -> l
     def beside(function: str) -> str:
         point = real.get(function)
         if point is None:
-            return "; real p99 not built (run 'graders reality build')"
+            from graders.reality.store import MISSING_TEXT
+
+            return f"; no real p99: {why_missing or MISSING_TEXT['not built']}"
         return f"; real p99 {real_text(point)}, formula error {error_text(point)}"
 
     outputs = [

@@ -3,6 +3,7 @@ reproducibly, read without running anything, never stale."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import shutil
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.cli.tracks import show_lines
+from graders.cli.tracks import run_show, show_lines
 from graders.reality import curves, simulate, store
 from graders.reality.curves import RealityCurve, RealityPoint
 from graders.reality.table import (
@@ -93,7 +94,8 @@ def _two_tracks(folder: Path) -> list[Track]:
 
 @pytest.mark.usefixtures("small_runs", "private_cache")
 def test_editing_one_track_rebuilds_only_that_tracks_curves(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     tracks = _two_tracks(tmp_path / "tracks")
     first = store.built_reality(tracks)
     assert sorted(first) == ["iphone", "robotaxi"]
@@ -105,6 +107,9 @@ def test_editing_one_track_rebuilds_only_that_tracks_curves(
     edited = list(load_tracks(path.parent))
     assert store.load_reality(edited) == {"robotaxi": first["robotaxi"]}
     assert store.missing_reasons(edited, {"robotaxi": ()}) == {"iphone": "changed"}
+    assert run_show(argparse.Namespace(tracks=str(path.parent), track_id="iphone")) == 0
+    shown = capsys.readouterr().out
+    assert shown.count(f"no real p99: {store.MISSING_TEXT['changed']}") == 2, shown
     built = []
     real_track_reality = curves.track_reality
     monkeypatch.setattr(curves, "track_reality",
@@ -225,7 +230,10 @@ def test_tracks_show_prints_the_real_p99_beside_each_formula_p99() -> None:
                                          _curve("batching_tax", (batch,)))))
     assert "real p99 115 ms (exact), formula error -78 %" in lines
     assert "real p99 84.9 ms ± 0.29 ms (simulated), formula error -57 %" in lines
-    assert "real p99 not built (run 'graders reality build')" in "\n".join(show_lines(track))
+    assert "no real p99: its curves were never built here, or their cache was deleted: run " \
+        "'graders reality build'" in "\n".join(show_lines(track))
+    assert "no real p99: its track file (or the grader) changed after its curves were built" \
+        in "\n".join(show_lines(track, None, store.MISSING_TEXT["changed"]))
 
 
 def test_an_unstable_point_has_no_error_and_never_flips() -> None:
