@@ -231,9 +231,22 @@ def built_reality(tracks: Sequence[Track]) -> dict[str, tuple[RealityCurve, ...]
         return found
     with tempfile.TemporaryDirectory() as private:
         for track in missing:
-            found.update(_read(build_cache(track, Path(private)), [track]))
+            built = build_cache(track, Path(private))
+            found.update(_read(built, [track]))
+            _remove_stale(track, keep=built.parent)
     return {track.track_id: found[track.track_id] for track in tracks
             if track.track_id in found}
+
+
+def _remove_stale(track: Track, keep: Path) -> None:
+    """Remove the cache folders of ``track``'s id built from other versions of its file or
+    of the grader (track ids hold no ``-``, so the prefix is the track's own)."""
+    from graders.sandbox.cleanup import remove_tree
+    from graders.sandbox.runtime import trusted_cached_folders
+
+    for folder in trusted_cached_folders(CACHE_KIND, f"{track.track_id}-"):
+        if folder != keep:
+            remove_tree(folder)
 
 
 def exported_text(tracks: Sequence[Track]) -> str:

@@ -100,6 +100,8 @@ def test_editing_one_track_rebuilds_only_that_tracks_curves(
     first = store.built_reality(tracks)
     assert sorted(first) == ["iphone", "robotaxi"]
     robotaxi_file = store.cached_file(tracks[1])
+    old_iphone_file = store.cached_file(tracks[0])
+    assert old_iphone_file is not None
     path = tracks[0].path
     path.write_text(path.read_text(encoding="utf-8").replace("arrival_qps = 8",
                                                              "arrival_qps = 9"),
@@ -119,6 +121,11 @@ def test_editing_one_track_rebuilds_only_that_tracks_curves(
     assert again["robotaxi"] == first["robotaxi"]
     assert again["iphone"] != first["iphone"]
     assert store.cached_file(edited[1]) == robotaxi_file
+    assert not old_iphone_file.parent.exists()  # the stale version's folder is removed
+    new_iphone_file = store.cached_file(edited[0])
+    assert new_iphone_file is not None
+    assert runtime.trusted_cached_folders(store.CACHE_KIND, "iphone-") == \
+        [new_iphone_file.parent]
     assert store.missing_reasons(edited, again) == {}
 
 
