@@ -2,10 +2,10 @@
 
 Namespaces leave shared what the kernel does not namespace, and where bubblewrap cannot
 run (Docker's default profile: root without CAP_SYS_ADMIN, namespaces refused) only the
-privilege drop is left. So every Linux worker, in every mode (bubblewrap, root's launcher,
-the privilege drop alone, an ordinary user, the portable runner), installs this seccomp
-filter itself, before it imports the submission (:func:`install`, from ``worker_main.py``),
-after setting no_new_privs. It refuses (:data:`RULES`):
+privilege drop and Landlock are left. So every Linux worker, in every mode (bubblewrap,
+Landlock, the privilege drop alone, an ordinary user, the portable runner), installs this
+seccomp filter itself, before it imports the submission (:func:`install`, from
+``worker_main.py``), after setting no_new_privs. It refuses (:data:`RULES`):
 
 - the kernel keyring, which bubblewrap shares (no session keyring of its own);
 - new namespaces and mounts (a tmpfs of its own escapes the 64 MiB bound);
