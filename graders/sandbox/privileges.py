@@ -18,7 +18,6 @@ import gc
 import hashlib
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import (
     GRADINGS_FOLDER,
     cache_folder,
+    kill_marked,
     process_alive,
     remove_tree,
     report_problems,
@@ -513,24 +513,6 @@ def _group_name(gid: int) -> str:
 
 
 def sweep(token: str) -> list[int]:
-    """SIGKILL every process whose environment carries ``token``; return their pids."""
-    marker = f"{TOKEN_VARIABLE}={token}".encode()
-    killed: list[int] = []
-    try:
-        entries = list(platform_support.PROC.iterdir())
-    except OSError:  # no /proc (macOS, Windows): the runner kills the worker's tree instead
-        return killed
-    for entry in entries:
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environment = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker in environment.split(b"\0"):
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed
+    """SIGKILL every process whose environment carries ``token``; return their pids (none
+    without /proc: the runner kills the worker's tree instead)."""
+    return kill_marked(f"{TOKEN_VARIABLE}={token}\0")
