@@ -2,7 +2,8 @@
 
 The module on its own restricts a scratch interpreter (reads, writes, /proc, TCP, signals);
 the runner's worker restricts itself as the sandbox user where bubblewrap is switched off,
-as in Docker's default profile, and fails as the grader's failure where it cannot. The Docker-profile simulation, graded with the CLI, is in
+as in Docker's default profile, and fails as the grader's failure where it cannot. The
+Docker-profile simulation, graded with the CLI, is in
 tests/end_to_end/test_adversarial_syscalls.py.
 """
 
