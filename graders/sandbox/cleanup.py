@@ -184,18 +184,8 @@ def _remove_at(parent_fd: int, name: bytes, shown: bytes, problems: Problems) ->
         problems.add(f"{_display(shown)}: {_why(error)}")
         return False
     if not stat.S_ISDIR(info.st_mode):
-        return _unlink(parent_fd, name, lambda: shown, problems)
+        return _remove_entry(os.unlink, parent_fd, name, lambda: shown, problems)
     return _remove_folder(parent_fd, name, shown, info.st_dev, problems)
-
-
-def _unlink(folder_fd: int, name: bytes, shown: Shown, problems: Problems) -> bool:
-    """Unlink the non-folder ``name`` of ``folder_fd`` (opening up the folder once)."""
-    return _remove_entry(os.unlink, folder_fd, name, shown, problems)
-
-
-def _rmdir(parent_fd: int, name: bytes, shown: Shown, problems: Problems) -> bool:
-    """Remove the emptied folder ``name`` of ``parent_fd``; whether it is gone."""
-    return _remove_entry(os.rmdir, parent_fd, name, shown, problems)
 
 
 def _remove_entry(remove: Callable[..., None], folder_fd: int, name: bytes, shown: Shown,
@@ -319,7 +309,8 @@ def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
             if not stack:
                 os.close(current)
                 current = None
-                return not level.stuck and _rmdir(parent_fd, level.name, where, problems)
+                return not level.stuck and _remove_entry(os.rmdir, parent_fd, level.name,
+                                                         where, problems)
             parent = stack[-1]  # back up: ".." must still be the folder we came from
             up = _parent_of(current)
             os.close(current)
@@ -328,7 +319,7 @@ def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
                 problems.add(f"{_display(where())}: the tree moved while it was removed; "
                              "gave up")
                 return False
-            if level.stuck or not _rmdir(current, level.name, where, problems):
+            if level.stuck or not _remove_entry(os.rmdir, current, level.name, where, problems):
                 parent.stuck = True
         return False
     finally:
@@ -378,7 +369,7 @@ def _unlink_or_queue(fd: int, name: bytes, shown: Shown, level: _Level,
         level.pending.append(name)
         return True
     except OSError:
-        return _unlink(fd, name, lambda: shown() + b"/" + name, problems)
+        return _remove_entry(os.unlink, fd, name, lambda: shown() + b"/" + name, problems)
 
 
 def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
@@ -390,7 +381,7 @@ def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
     except FileNotFoundError:
         return True
     except NotADirectoryError:  # replaced by a file or a link: unlink that
-        return _unlink(fd, name, shown, problems)
+        return _remove_entry(os.unlink, fd, name, shown, problems)
     except OSError as error:
         problems.add(f"{_display(shown())}: cannot open: {_why(error)}")
         return False

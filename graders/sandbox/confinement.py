@@ -1,33 +1,11 @@
-"""Namespaces for the student worker: no network, bounded temporary space, private IPC.
+"""Which confinement a student's worker gets here, and the command that starts it.
 
-When the grader runs as root and the kernel allows it, the runner starts each worker
-through :mod:`graders.sandbox.launcher`, run as root with ``-I -S -B``. In new mount,
-network and IPC namespaces it covers the worker's writable places with one small tmpfs,
-drops to the sandbox user and execs the worker. So the worker:
-
-- reaches no network address (its only interface, loopback, is down) and nothing it
-  listens on can be reached;
-- can write at most ``TEMP_SPACE_BYTES`` and ``TEMP_SPACE_INODES`` in total, in its box,
-  /tmp, /var/tmp, /dev/shm, /run/lock and /dev/mqueue together (one tmpfs; writing past
-  it fails with ENOSPC), and everything it writes there disappears with it; nothing else
-  on the machine is writable to it;
-- creates SysV or POSIX IPC objects only in its own IPC namespace, which dies with it
-  and holds at most 64 of each kind and 64 MiB of shared memory in total
-  (``confinement_launcher.IPC_LIMITS``).
-
-A launcher, rather than a ``preexec_fn``: subprocess runs ``preexec_fn`` after its own
-privilege drop (too late to mount) and it is unsafe in a grader with threads; a separate
-program that ends in ``execve`` keeps the worker's command, pid, process group, stdin,
-stdout and stderr exactly as the runner set them, and the worker starts as a fresh
-interpreter, as before. The cost is one more interpreter start per worker start (tens of
-milliseconds; the namespaces and mounts themselves take about 2 ms).
-
-Where namespaces are unavailable (not root, not Linux, or unshare or mount refused, as
-in a container without CAP_SYS_ADMIN), the runner starts the worker as before, and the
-worker restricts itself with Landlock (:mod:`graders.sandbox.landlock`) where the kernel
-has it. :class:`Protections` says which protections are active, and which row of
-:data:`graders.sandbox.modes.MODES` applies. Whether namespaces are available is probed
-once per process, by running the launcher with ``--probe``.
+:func:`protections_for` picks the row of :data:`graders.sandbox.modes.MODES` this machine
+allows, less the layers it lacks, and :class:`Protections` says so (the header line and
+``extra_data.protections``). Bubblewrap confines the worker wherever it runs (probed
+once per process, on the worker's interpreter: :func:`bubblewrap_support`); elsewhere
+the worker restricts itself with Landlock (:func:`landlock_paths`). As root with
+CAP_SYS_ADMIN its box is a tmpfs of its own in either (:mod:`graders.sandbox.box_mount`).
 """
 
 from __future__ import annotations
@@ -39,9 +17,8 @@ import os
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,23 +35,12 @@ from graders.sandbox.privileges import (
 )
 from graders.sandbox.submission import SUBMISSION_NAME
 
-LAUNCHER = Path(__file__).with_name("launcher.py")
-#: The size of the one tmpfs that holds all of a confined worker's writable space: its
-#: box (with the copy of serving.py), /tmp, /var/tmp, /dev/shm and /run/lock together.
+#: The size of bubblewrap's own tmpfs, the worker's box, /tmp and /var/tmp together, where
+#: the box is not mounted (:mod:`graders.sandbox.box_mount`).
 TEMP_SPACE_BYTES = 64 * 1024**2
-#: Its inodes (files, folders and links), about ten of them used by the box, the mount
-#: points and serving.py.
-TEMP_SPACE_INODES = 4096
-#: Shared writable folders covered by that tmpfs (those that exist). /dev/mqueue is the
-#: host's POSIX message queue file system, where open(2) creates queues.
-COVERED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
 PROBE_TIMEOUT_S = 10.0
 CAP_SYS_ADMIN = 21
 
-
-#: The launcher's exit code when it cannot set the sandbox up (its ``EXIT_FAILED``; the
-#: launcher runs isolated and cannot import this module, so a test keeps the two equal).
-LAUNCHER_FAILED = 125
 
 @dataclass(frozen=True)
 class Protections:
@@ -96,13 +62,13 @@ class Protections:
     #: Whether the worker sees only its runtime (read-only) and its box, in user and pid
     #: namespaces of its own (bubblewrap: see :mod:`graders.sandbox.bubblewrap`).
     allowlist: bool = False
-    #: What confines the worker: "bubblewrap", "launcher" (root's namespaces without an
-    #: allowlist, where bubblewrap cannot run) or "none".
+    #: What confines the worker: "bubblewrap" or "none" (Landlock, which the worker
+    #: applies itself, is ``landlock``).
     tool: str = "none"
     #: Whether the worker installs the syscall filter before importing the submission
     #: (:mod:`graders.sandbox.syscall_filter`; the description says why not, where not).
     syscall_filter: bool = False
-    #: The Landlock ABI the worker restricts itself with, where namespaces are refused
+    #: The Landlock ABI the worker restricts itself with, where bubblewrap cannot run
     #: (:mod:`graders.sandbox.landlock`); 0 where it does not.
     landlock: int = 0
     #: The row of :data:`graders.sandbox.modes.MODES` in effect, and its layers that hold.
@@ -116,13 +82,7 @@ class Protections:
     def confined(self) -> bool:
         """Whether the worker is kept from this user's files, processes and network."""
         # Landlock scopes signals from ABI 6: before that only another uid protects them
-        landlocked = self.landlock >= 6 or self.landlock > 0 and self.privilege_drop
-        return self.allowlist or landlocked or self.namespaces and self.privilege_drop
-
-    @property
-    def namespaces(self) -> bool:
-        """Whether the worker is started in namespaces of its own."""
-        return self.network_isolation and self.disk_bound and self.ipc_isolation
+        return self.allowlist or self.landlock >= 6 or self.landlock > 0 and self.privilege_drop
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data, for results.json's extra_data."""
@@ -178,11 +138,9 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
     # a user namespace of root's, it would still be root to every file it can see
     why_not = "the grader is root without a sandbox user" if sandbox is None and root \
         else _probed(_probe_key(sandbox is not None))
-    reason = namespace_support(sandbox.uid, sandbox.gid) \
-        if sandbox is not None and why_not is not None else None
     admin = _has_capability(CAP_SYS_ADMIN)
     mode = modes.hardened_mode(root=root, sandbox=sandbox is not None, cap_sys_admin=admin,
-                               bubblewrap=why_not is None, launcher=reason is None)
+                               bubblewrap=why_not is None)
     mounted = root and admin and sandbox is not None and sys.platform.startswith("linux")
     box = (f"a box of {BOX_BYTES // 1024**2} MiB and {BOX_INODES} files (a tmpfs of its "
            "own)" if mounted else f"a {TEMP_SPACE_BYTES // 1024**2} MiB box")
@@ -201,14 +159,7 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
                            f"no confinement ({why_not}) and no privilege drop ({why}): the "
                            "student's code runs as this user and can read and write this "
                            "user's files (the rlimits still apply)"), mode
-    if reason is None:
-        return Protections(True, True, True, True,
-                           f"{who}, without network, with {TEMP_SPACE_BYTES // 1024**2} MiB "
-                           f"and {TEMP_SPACE_INODES} files of temporary space, and private, "
-                           f"bounded IPC; it can read world-readable files ({why_not})",
-                           tool="launcher"), mode
-    return Protections(True, False, False, False,
-                       f"{who}, without namespaces ({why_not}; {reason})"
+    return Protections(True, False, False, False, f"{who}, without namespaces ({why_not})"
                        + (f", in {box}" if mounted else ""), box_mount=mounted), mode
 
 
@@ -222,8 +173,8 @@ ANY_SANDBOX_ID = 65534
 
 
 def confinement_gap(as_root: bool) -> str | None:
-    """None when workers started here are confined (bubblewrap, or root's namespaces),
-    else why not: asked before a class is graded, with a stand-in sandbox user as root."""
+    """None when workers started here are confined (bubblewrap, or Landlock), else why
+    not: asked before a class is graded, with a stand-in sandbox user as root."""
     sandbox = SandboxUser("any", ANY_SANDBOX_ID, ANY_SANDBOX_ID) if as_root else None
     protections = protections_for(sandbox)
     return None if protections.confined else protections.description
@@ -342,11 +293,11 @@ def landlock_paths(python: WorkerPython, folders: Sequence[Path], box: Path
     return {"read": [str(path) for path in read], "write": [str(box)]}
 
 
-def start_options(sandbox: SandboxUser | None, submission_fd: int) -> dict[str, Any]:
-    """Popen's options for :func:`bubblewrap_command`: the descriptor passed down and, as
-    root, the drop to the sandbox user before bwrap starts."""
+def start_options(sandbox: SandboxUser | None, submission_fd: int | None) -> dict[str, Any]:
+    """Popen's options for a worker: as root, the drop to the sandbox user (before bwrap
+    starts, in bubblewrap), and the descriptor of :func:`bubblewrap_command` passed down."""
     drop = _drop_options(sandbox.uid, sandbox.gid, True) if sandbox else {}
-    return {"pass_fds": (submission_fd,), **drop}
+    return drop if submission_fd is None else {"pass_fds": (submission_fd,), **drop}
 
 
 def portable_protections(found: platform_support.Capabilities) -> Protections:
@@ -362,41 +313,6 @@ def portable_protections(found: platform_support.Capabilities) -> Protections:
         runner="portable", rlimits=found.rlimits, process_sweep=False)
 
 
-@functools.cache
-def namespace_support(uid: int, gid: int) -> str | None:
-    """None when a worker can be confined here as ``uid``/``gid``, else why not.
-
-    Runs the launcher's every step but the exec once, on a scratch box, and caches the
-    answer for this process.
-    """
-    if not sys.platform.startswith("linux"):
-        return "namespaces need Linux"
-    if os.geteuid() != 0:
-        return "namespaces need root"
-    if not _has_capability(CAP_SYS_ADMIN):  # as in a default Docker container: no probe
-        return "the grader lacks CAP_SYS_ADMIN, which unshare and mount need"
-    scratch = Path(tempfile.mkdtemp(prefix="serving-grader-probe-"))
-    try:
-        box, runtime = scratch / "box", scratch / "runtime"
-        box.mkdir()
-        runtime.mkdir()
-        (box / SUBMISSION_NAME).write_bytes(b"")
-        options = launch_arguments(SandboxUser("probe", uid, gid), box=box,
-                                   read_only=[runtime], environment={})
-        completed = subprocess.run(
-            [*_launcher(), "--probe", *options], stdin=subprocess.DEVNULL,
-            capture_output=True, text=True, cwd=box, env={"PATH": "/usr/bin:/bin"},
-            timeout=PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError) as error:
-        return f"the namespace probe failed: {error}"
-    finally:
-        report_problems(remove_tree(scratch))
-    if completed.returncode == 0:
-        return None
-    lines = completed.stderr.strip().splitlines() or [f"exit code {completed.returncode}"]
-    return lines[-1].removeprefix("serving-grader: ")
-
-
 def _has_capability(bit: int) -> bool:
     """Whether this process has capability ``bit`` in effect (True when unknown)."""
     try:
@@ -407,44 +323,3 @@ def _has_capability(bit: int) -> bool:
     except (OSError, ValueError, IndexError):
         pass
     return True
-
-
-def read_only_paths(python: WorkerPython, folders: Sequence[Path]) -> list[Path]:
-    """What the worker must still read once the temp folders are covered: ``folders``
-    (the runtime and pint's parsed definitions) and the interpreter (its copy's folder, or
-    its installation)."""
-    if python.environment:  # a copy: bin/ and lib/ of one folder
-        return [*folders, python.executable.parent.parent]
-    return [*folders, python.executable, Path(sys.base_prefix),
-            Path(sysconfig.get_paths()["stdlib"])]
-
-
-def launch_arguments(sandbox: SandboxUser, *, box: Path, read_only: Sequence[Path],
-                     environment: Mapping[str, str]) -> list[str]:
-    """The launcher's options (see ``confinement_launcher.Config``), before ``--``."""
-    arguments = ["--uid", str(sandbox.uid), "--gid", str(sandbox.gid),
-                 "--bytes", str(TEMP_SPACE_BYTES), "--inodes", str(TEMP_SPACE_INODES),
-                 "--box", str(box), "--submission", SUBMISSION_NAME]
-    for folder in COVERED_FOLDERS:
-        arguments += ["--cover", folder]
-    for path in read_only:
-        arguments += ["--read-only", str(path)]
-    for key, value in environment.items():
-        arguments += ["--env", f"{key}={value}"]
-    return arguments
-
-
-def launcher_command(sandbox: SandboxUser, *, box: Path, worker: Sequence[str],
-                     python: WorkerPython, folders: Sequence[Path]) -> list[str]:
-    """The command that runs ``worker`` confined, as ``sandbox``, in ``box``.
-
-    Start it as root, with the worker's environment but for ``python.environment``
-    (which the launcher adds for the worker alone).
-    """
-    options = launch_arguments(sandbox, box=box, read_only=read_only_paths(python, folders),
-                               environment=python.environment)
-    return [*_launcher(), *options, "--", *worker]
-
-
-def _launcher() -> list[str]:
-    return [sys.executable, "-I", "-S", "-B", str(LAUNCHER)]

@@ -165,10 +165,7 @@ class HardenedTransport:
                     os.close(fd)
 
     def stop(self) -> None:
-        kill_session(self.process)
-        if self.process.stdin is not None:
-            with contextlib.suppress(OSError):
-                self.process.stdin.close()
+        kill_session(self.process)  # its pipes closed too
         sweep(self._token)  # anything the worker left, in any process group
         self.drain()  # what it wrote before it died is counted
         self._close_output()

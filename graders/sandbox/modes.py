@@ -5,22 +5,23 @@ allows. The header line and ``extra_data.protections`` (``mode``, ``layers``) re
 row in effect, less any layer this machine lacks (a kernel without Landlock, an
 architecture without the filter's table), which the description names.
 
-========================================  ===  ===  ===  ===  ===  ===  ===
-mode                                      bwr  lau  ll   flt  drp  rlm  swp
-========================================  ===  ===  ===  ===  ===  ===  ===
-root with CAP_SYS_ADMIN                    x              x    x    x    x
-root without CAP_SYS_ADMIN                 x              x    x    x    x
-root, namespaces refused (Docker)                    x    x    x    x    x
-root with CAP_SYS_ADMIN, no bubblewrap          x         x    x    x    x
-ordinary user                              x              x         x    x
-ordinary user, namespaces refused                    x    x         x    x
-root without a sandbox user (tests)                       x         x    x
-portable runner                                           x         x
-========================================  ===  ===  ===  ===  ===  ===  ===
+===================================  ===  ===  ===  ===  ===  ===
+mode                                 bwr  ll   flt  drp  rlm  swp
+===================================  ===  ===  ===  ===  ===  ===
+root with CAP_SYS_ADMIN               x         x    x    x    x
+root without CAP_SYS_ADMIN            x         x    x    x    x
+root, no bubblewrap                        x    x    x    x    x
+ordinary user                         x         x         x    x
+ordinary user, namespaces refused          x    x         x    x
+root without a sandbox user (tests)             x         x    x
+portable runner                                 x         x
+===================================  ===  ===  ===  ===  ===  ===
 
-(bwr: bubblewrap's allowlist and namespaces; lau: root's launcher; ll: Landlock; flt: the
-syscall filter; drp: the privilege drop; rlm: rlimits; swp: the /proc sweep. The portable
-runner filters on Linux only, and has rlimits where Python has ``resource``.)
+(bwr: bubblewrap's allowlist and namespaces; ll: Landlock; flt: the syscall filter; drp:
+the privilege drop; rlm: rlimits; swp: the /proc sweep. As root with CAP_SYS_ADMIN the
+box is a tmpfs of its own in either tool (:mod:`graders.sandbox.box_mount`), reported as
+``box_mount``. The portable runner filters on Linux only, and has rlimits where Python
+has ``resource``.)
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 BUBBLEWRAP = "bubblewrap"  # graders.sandbox.bubblewrap: allowlist, namespaces
-LAUNCHER = "launcher"  # graders.sandbox.launcher: root's namespaces, no allowlist
 LANDLOCK = "landlock"  # graders.sandbox.landlock: allowlist, TCP and scopes, no namespaces
 FILTER = "syscall filter"  # graders.sandbox.syscall_filter
 DROP = "privilege drop"  # graders.sandbox.privileges
 RLIMITS = "rlimits"  # worker_main.set_limits
 SWEEP = "process sweep"  # graders.sandbox.cleanup, through /proc
-LAYERS = (BUBBLEWRAP, LAUNCHER, LANDLOCK, FILTER, DROP, RLIMITS, SWEEP)
+LAYERS = (BUBBLEWRAP, LANDLOCK, FILTER, DROP, RLIMITS, SWEEP)
 
 
 class Mode(NamedTuple):
@@ -49,12 +49,9 @@ ROOT = Mode("root with CAP_SYS_ADMIN", "bubblewrap runs as the sandbox user",
             (BUBBLEWRAP, FILTER, DROP, RLIMITS, SWEEP))
 ROOT_NO_ADMIN = Mode("root without CAP_SYS_ADMIN", "bubblewrap runs as the sandbox user",
                      (BUBBLEWRAP, FILTER, DROP, RLIMITS, SWEEP))
-ROOT_REFUSED = Mode("root, namespaces refused",
-                    "Docker's default profile: no CAP_SYS_ADMIN, unshare refused",
-                    (LANDLOCK, FILTER, DROP, RLIMITS, SWEEP))
-ROOT_LAUNCHER = Mode("root with CAP_SYS_ADMIN, no bubblewrap",
-                     "bubblewrap missing or refused, root's own namespaces allowed",
-                     (LAUNCHER, FILTER, DROP, RLIMITS, SWEEP))
+ROOT_NO_BUBBLEWRAP = Mode("root, no bubblewrap",
+                          "bubblewrap missing or refused (Docker's default profile)",
+                          (LANDLOCK, FILTER, DROP, RLIMITS, SWEEP))
 USER = Mode("ordinary user", "bubblewrap runs as this user",
             (BUBBLEWRAP, FILTER, RLIMITS, SWEEP))
 USER_REFUSED = Mode("ordinary user, namespaces refused",
@@ -64,17 +61,16 @@ ROOT_ALONE = Mode("root without a sandbox user", "the runner's own tests",
                   (FILTER, RLIMITS, SWEEP))
 PORTABLE = Mode("portable runner", "pwd, grp, fcntl, resource or /proc missing",
                 (FILTER, RLIMITS))
-MODES = (ROOT, ROOT_NO_ADMIN, ROOT_REFUSED, ROOT_LAUNCHER, USER, USER_REFUSED, ROOT_ALONE,
-         PORTABLE)
+MODES = (ROOT, ROOT_NO_ADMIN, ROOT_NO_BUBBLEWRAP, USER, USER_REFUSED, ROOT_ALONE, PORTABLE)
 
 
-def hardened_mode(*, root: bool, sandbox: bool, cap_sys_admin: bool, bubblewrap: bool,
-                  launcher: bool) -> Mode:
+def hardened_mode(*, root: bool, sandbox: bool, cap_sys_admin: bool, bubblewrap: bool
+                  ) -> Mode:
     """The hardened runner's row: who runs the grader, and which tool can run here."""
     if not root:
         return USER if bubblewrap else USER_REFUSED
     if not sandbox:
         return ROOT_ALONE
-    if bubblewrap:
-        return ROOT if cap_sys_admin else ROOT_NO_ADMIN
-    return ROOT_LAUNCHER if launcher else ROOT_REFUSED
+    if not bubblewrap:
+        return ROOT_NO_BUBBLEWRAP
+    return ROOT if cap_sys_admin else ROOT_NO_ADMIN

@@ -91,10 +91,6 @@ def capabilities() -> Capabilities:
                         linux=sys.platform.startswith("linux"))
 
 
-def hardened_available() -> bool:
-    return capabilities().hardened
-
-
 def effective_uid() -> int | None:
     """This process's effective uid, or None where there are no uids (Windows)."""
     geteuid = getattr(os, "geteuid", None)
@@ -104,7 +100,7 @@ def effective_uid() -> int | None:
 def running_as_root() -> bool:
     """Whether the grader runs as root on a system where that enables the privilege drop
     (the hardened path's): never on Windows or without ``pwd``/``fcntl``/``/proc``."""
-    return effective_uid() == 0 and hardened_available()
+    return effective_uid() == 0 and capabilities().hardened
 
 
 def owned_by_me(uid: int) -> bool:

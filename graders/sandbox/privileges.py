@@ -18,7 +18,6 @@ import gc
 import hashlib
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -30,16 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders.errors import GraderFailure, SettingsError
-from graders.sandbox import platforms as platform_support
 from graders.sandbox.cleanup import (
     GRADINGS_FOLDER,
     cache_folder,
+    kill_marked,
     process_alive,
     remove_tree,
     report_problems,
     sweep_user,
 )
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
+from graders.sandbox.platforms import running_as_root as running_as_root  # re-exported
 from graders.sandbox.runtime import publish_folder
 
 #: The default sandbox user names a pool: each grading claims the first free
@@ -67,9 +67,8 @@ class SandboxClaim:
     """This process's exclusive hold on a sandbox user: an open descriptor with a ``flock``
     on the user's lock file. Closing it (or the process dying) gives the user back."""
 
-    def __init__(self, name: str, fd: int, *, inherited: bool = False) -> None:
+    def __init__(self, name: str, fd: int) -> None:
         self.name = name
-        self.inherited = inherited
         self._fd: int | None = fd
 
     @property
@@ -86,26 +85,22 @@ class SandboxClaim:
         take over this hold rather than wait for it."""
         return lock_inheritance(self.name, self._fd) if self._fd is not None else {}
 
-    def release(self) -> None:
-        """Give the user back (idempotent). The descriptor is closed, never unlocked: a
-        lock inherited from a parent stays the parent's."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def __repr__(self) -> str:
-        return f"SandboxClaim({self.name!r}, held={self.held})"
-
-    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
-        """A claim nobody released is given back when it is dropped (with no module
-        lookups, which may fail while the interpreter shuts down)."""
+    def release(self, _close: Callable[[int], None] = os.close) -> None:
+        """Give the user back (idempotent), also when an unreleased claim is dropped, with
+        no module lookups then (they may fail while the interpreter shuts down). The
+        descriptor is closed, never unlocked: a lock inherited from a parent stays the
+        parent's."""
         fd, self._fd = self._fd, None
         if fd is not None:
             try:
                 _close(fd)
             except Exception:  # noqa: SIM105 - contextlib may be gone at shutdown
                 return
+
+    __del__ = release
+
+    def __repr__(self) -> str:
+        return f"SandboxClaim({self.name!r}, held={self.held})"
 
 
 @dataclass(frozen=True)
@@ -138,12 +133,6 @@ class WorkerPython:
     environment: dict[str, str] = field(default_factory=dict)
     #: A copy made for this run alone (no usable cache): remove it after the run.
     private: Path | None = None
-
-
-def running_as_root() -> bool:
-    """Whether the grader runs as root where the privilege drop is possible (Linux with
-    its POSIX modules and /proc; see :mod:`graders.sandbox.platforms`)."""
-    return platform_support.running_as_root()
 
 
 def protected_folders() -> list[Path]:
@@ -266,7 +255,7 @@ def _inherited_claim(name: str) -> SandboxClaim | None:
     except OSError:
         return None
     os.environ.pop(LOCK_VARIABLE, None)
-    return SandboxClaim(name, fd, inherited=True)
+    return SandboxClaim(name, fd)
 
 
 def _identity(path: Path) -> tuple[int, int]:
@@ -513,24 +502,6 @@ def _group_name(gid: int) -> str:
 
 
 def sweep(token: str) -> list[int]:
-    """SIGKILL every process whose environment carries ``token``; return their pids."""
-    marker = f"{TOKEN_VARIABLE}={token}".encode()
-    killed: list[int] = []
-    try:
-        entries = list(platform_support.PROC.iterdir())
-    except OSError:  # no /proc (macOS, Windows): the runner kills the worker's tree instead
-        return killed
-    for entry in entries:
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environment = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker in environment.split(b"\0"):
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed
+    """SIGKILL every process whose environment carries ``token``; return their pids (none
+    without /proc: the runner kills the worker's tree instead)."""
+    return kill_marked(f"{TOKEN_VARIABLE}={token}\0")

@@ -180,8 +180,8 @@ class StudentRunner:
 
     @property
     def protections(self) -> Protections:
-        """Which protections the worker runs under (privilege drop, no network, bounded
-        temporary space, private IPC), with a line that says so."""
+        """Which protections the worker runs under (the row of
+        :data:`graders.sandbox.modes.MODES` and its layers), with a line that says so."""
         return self._setup.protections
 
     @property

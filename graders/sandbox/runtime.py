@@ -233,8 +233,8 @@ def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool])
 
 def prepare_runtime(destination: Path) -> Path:
     """Copy the worker script, its syscall filter, its Landlock rules and pint's installed
-    closure into ``destination``, and write pint's parsed definitions beside them (the
-    worker and the grader both read them)."""
+    closure into ``destination`` (pint's parsed definitions are a folder of their own:
+    :func:`worker_definitions`)."""
     destination.mkdir(parents=True, exist_ok=True)
     shutil.copy2(WORKER_SCRIPT, destination / WORKER_SCRIPT.name)
     for layer in (FILTER_MODULE, LANDLOCK_MODULE):

@@ -2,10 +2,10 @@
 
 Namespaces leave shared what the kernel does not namespace, and where bubblewrap cannot
 run (Docker's default profile: root without CAP_SYS_ADMIN, namespaces refused) only the
-privilege drop is left. So every Linux worker, in every mode (bubblewrap, root's launcher,
-the privilege drop alone, an ordinary user, the portable runner), installs this seccomp
-filter itself, before it imports the submission (:func:`install`, from ``worker_main.py``),
-after setting no_new_privs. It refuses (:data:`RULES`):
+privilege drop and Landlock are left. So every Linux worker, in every mode (bubblewrap,
+Landlock, the privilege drop alone, an ordinary user, the portable runner), installs this
+seccomp filter itself, before it imports the submission (:func:`install`, from
+``worker_main.py``), after setting no_new_privs. It refuses (:data:`RULES`):
 
 - the kernel keyring, which bubblewrap shares (no session keyring of its own);
 - new namespaces and mounts (a tmpfs of its own escapes the 64 MiB bound);
@@ -25,14 +25,11 @@ and the process lives: a submission that tries one loses only the case that need
 with a clear error. Only a call from a foreign ABI (i386 through ``int 0x80``, x32 on
 x86_64), which would bypass the table's numbers, kills the process.
 
-Why a BPF program assembled here (not libseccomp, not bubblewrap's ``--seccomp FD``):
-bubblewrap's option covers only the bubblewrap mode, and the filter must hold where
-bubblewrap cannot run; libseccomp may be missing from an image, and inside bubblewrap the
-worker sees only the libraries its interpreter loads, which libseccomp is not. A program
-of about 140 instructions needs only ``prctl`` (through ctypes, in the standard
-library) and the syscall numbers of each architecture, which the table carries for
-x86_64 and aarch64. Elsewhere (another architecture, a 32-bit interpreter, not Linux)
-:func:`unavailable` says why, and the grader reports the filter as absent.
+The filter is a BPF program assembled here (docs/security.md says why not libseccomp or
+bubblewrap's ``--seccomp``): it needs only ``prctl``, through ctypes, and the syscall
+numbers the table carries for x86_64 and aarch64. Elsewhere (another architecture, a
+32-bit interpreter, not Linux) :func:`unavailable` says why, and the grader reports the
+filter as absent.
 
 The worker imports this module from its runtime folder (a copy of this file): it uses the
 standard library only, and ctypes only in :func:`install`.

@@ -1,6 +1,5 @@
 """How a worker is started under its confinement: its command, environment and privilege
-drop (bubblewrap, the launcher, or a plain drop to the sandbox user), and what its exit
-code says."""
+drop (bubblewrap, or a plain drop to the sandbox user), and what its exit code says."""
 
 from __future__ import annotations
 
@@ -12,14 +11,11 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from graders.sandbox.bubblewrap import BOX, submission_descriptor
 from graders.sandbox.confinement import (
-    LAUNCHER_FAILED,
     Protections,
     bubblewrap_command,
-    launcher_command,
     start_options,
 )
 from graders.sandbox.privileges import TOKEN_VARIABLE, SandboxUser, WorkerPython
@@ -50,27 +46,16 @@ class WorkerSetup:
         # and so a submission's set order, is the same in every grading
         argv = [str(self.python.executable), "-s", "-P", "-S", "-B",
                 str(self.runtime / WORKER_SCRIPT.name)]
-        folders = (self.runtime, self.definitions)
-        environment = self.environment()
-        drop: dict[str, Any] = {}
         submission_fd: int | None = None
         if self.protections.tool == "bubblewrap":  # see graders.sandbox.bubblewrap
             submission_fd = submission_descriptor(self.submission)
-            argv = bubblewrap_command(self.python, worker=argv, folders=folders,
+            argv = bubblewrap_command(self.python, worker=argv,
+                                      folders=(self.runtime, self.definitions),
                                       submission_fd=submission_fd,
                                       space=self.box if self.protections.box_mount else None)
-            drop = start_options(self.sandbox, submission_fd)
-        elif self.sandbox is not None and self.protections.namespaces:
-            # A launcher, as root, enters namespaces of its own, drops to the sandbox user
-            # and execs the worker (same pid and process group, same stdin/stdout/stderr).
-            argv = launcher_command(self.sandbox, box=self.box, worker=argv,
-                                    python=self.python, folders=folders)
-            environment = self.environment(launcher=True)
-        elif self.sandbox is not None:
-            drop = {"user": self.sandbox.uid, "group": self.sandbox.gid, "extra_groups": [],
-                    "umask": 0o077}
         try:
-            yield WorkerCommand(argv, self.box, environment, self.token, drop)
+            yield WorkerCommand(argv, self.box, self.environment(), self.token,
+                                start_options(self.sandbox, submission_fd))
         finally:
             if submission_fd is not None:
                 os.close(submission_fd)
@@ -80,9 +65,8 @@ class WorkerSetup:
         """The box as the worker sees it: in bubblewrap the same path in every grading."""
         return Path(BOX) if self.protections.tool == "bubblewrap" else self.box
 
-    def environment(self, *, launcher: bool = False) -> dict[str, str]:
-        """The worker's environment; for the launcher, without what the interpreter copy
-        needs (LD_LIBRARY_PATH), which the launcher adds for the worker alone."""
+    def environment(self) -> dict[str, str]:
+        """The worker's environment."""
         if sys.platform == "win32":  # Python needs SYSTEMROOT there; TEMP is its TMPDIR
             root = os.environ.get("SYSTEMROOT", r"C:\Windows")
             return {"SYSTEMROOT": root, "PATH": root + r"\System32",
@@ -90,7 +74,7 @@ class WorkerSetup:
                     "PYTHONHASHSEED": "0", "PYTHONUTF8": "1", TOKEN_VARIABLE: self.token}
         return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(self.worker_box),
                 "TMPDIR": str(self.worker_box), "PYTHONHASHSEED": "0", TOKEN_VARIABLE: self.token,
-                **({} if launcher else self.python.environment)}
+                **self.python.environment}
 
     def death_message(self, transport: Transport) -> str:
         """Why a worker that closed its reply pipe is gone, from its exit code."""
@@ -108,7 +92,4 @@ class WorkerSetup:
             except ValueError:
                 name = f"signal {-code}"
             return f"the worker was killed by {name}"
-        if code == LAUNCHER_FAILED and self.protections.namespaces:
-            return (f"the worker exited with code {code}: the sandbox could not be set up "
-                    "(or serving.py called os._exit with that code)")
         return f"the worker exited with code {code} (sys.exit or os._exit in serving.py?)"

@@ -5,13 +5,12 @@ leave files and SysV IPC objects in the shared folders.
 Each case is graded with ``python -m graders grade FOLDER --results FILE`` from a neutral
 working folder, with a TMPDIR of its own, in two modes: as the grader runs here (in
 namespaces of its own where the kernel allows them), and with the namespaces switched off
-(a ``sitecustomize`` on PYTHONPATH makes ``namespace_support``, ``bubblewrap_support`` and
-Landlock's ``unavailable`` say no, as a kernel without them would): then only the
-grader's own clean-up stands between the submission and the machine; a regrade is then
-told to take that risk
-(``--allow-unconfined``). In both, every case must score exactly 100.0 with valid results,
-and leave nothing: no file, folder, process or IPC object of its sandbox user, nothing in
-its TMPDIR.
+(a ``sitecustomize`` on PYTHONPATH makes ``bubblewrap_support`` and Landlock's
+``unavailable`` say no, as a kernel without them would): then only the grader's own
+clean-up stands between the submission and the machine; a regrade is then told to take
+that risk (``--allow-unconfined``). In both, every case must score exactly 100.0 with
+valid results, and leave nothing: no file, folder, process or IPC object of its sandbox
+user, nothing in its TMPDIR.
 
 A class regrade of the deep folders with two correct classmates, and two concurrent
 gradings of the reader/killer and a correct submission, check that one grading's leftovers
@@ -58,7 +57,6 @@ NO_NAMESPACES = """\
 import graders.sandbox.confinement as confinement
 import graders.sandbox.landlock as landlock
 
-confinement.namespace_support = lambda uid, gid: "namespaces switched off by the test"
 confinement.bubblewrap_support = lambda uid, gid, drop: "bubblewrap switched off by the test"
 landlock.unavailable = lambda: "Landlock switched off by the test"
 """
@@ -257,8 +255,6 @@ def test_the_attack_has_teeth_only_when_two_gradings_share_a_user(
         shared: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two runners at once, without namespaces: sharing a uid, the attacker reads the other
     grading's staged serving.py and kills its worker; with a user each, it can do neither."""
-    monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
-                        lambda uid, gid: "namespaces switched off by the test")
     monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                         lambda uid, gid, drop: "bubblewrap switched off by the test")
     monkeypatch.setattr(graders.sandbox.landlock, "unavailable",

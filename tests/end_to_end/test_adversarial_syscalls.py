@@ -15,11 +15,12 @@ in serve, and prints what it got (``... attack: ...``, kept in results.json's ou
   must knock.
 
 Each is graded in five modes: as the grader runs here (bubblewrap, where it can); with
-the privilege drop and Landlock (bubblewrap and root's launcher switched off by a
-``sitecustomize`` on PYTHONPATH); as root without CAP_SYS_ADMIN (``setpriv`` drops it from
-every set: bubblewrap still runs, as the sandbox user); in a simulation of Docker's default
-profile (a filter refusing namespaces and mounts, installed without no_new_privs as
-Docker's is, then that ``setpriv``: bubblewrap cannot run, Landlock can); and, to show that
+the privilege drop and Landlock (bubblewrap switched off by a ``sitecustomize`` on
+PYTHONPATH; as root with CAP_SYS_ADMIN, in a box that is a tmpfs of its own); as root
+without CAP_SYS_ADMIN (``setpriv`` drops it from every set: bubblewrap still runs, as the
+sandbox user); in a simulation of Docker's default profile (a filter refusing namespaces
+and mounts, installed without no_new_privs as Docker's is, then that ``setpriv``:
+bubblewrap cannot run, Landlock can, the box is not mounted); and, to show that
 each attack has teeth, with the syscall filter and Landlock switched off too, where it
 must succeed. In all but the last, each scores exactly 100.0 (it gains nothing) and its
 evidence shows the attack failed.
@@ -61,6 +62,7 @@ from helpers import (
 )
 
 from graders.sandbox import landlock, syscall_filter
+from graders.sandbox.confinement import CAP_SYS_ADMIN, _has_capability
 from graders.sandbox.runner import Limits
 
 pytestmark = [pytest.mark.slow,
@@ -69,17 +71,16 @@ pytestmark = [pytest.mark.slow,
 
 GIB = 1024**3
 #: Modes, and the sitecustomize that makes each (None: the grader as it runs here).
-AS_GRADED, DROP_ONLY, UNFILTERED = "as graded", "privilege drop only", "unfiltered"
+AS_GRADED, NO_BUBBLEWRAP, UNFILTERED = "as graded", "no bubblewrap", "unfiltered"
 SWITCHES = {
     AS_GRADED: None,
-    DROP_ONLY: textwrap.dedent("""\
+    NO_BUBBLEWRAP: textwrap.dedent("""\
         import graders.sandbox.confinement as confinement
 
-        confinement.namespace_support = lambda uid, gid: "switched off by the test"
         confinement.bubblewrap_support = lambda uid, gid, drop: "switched off by the test"
     """),
 }
-SWITCHES[UNFILTERED] = str(SWITCHES[DROP_ONLY]) + textwrap.dedent("""\
+SWITCHES[UNFILTERED] = str(SWITCHES[NO_BUBBLEWRAP]) + textwrap.dedent("""\
     import graders.sandbox.landlock as landlock
     import graders.sandbox.syscall_filter as syscall_filter
 
@@ -91,8 +92,8 @@ SWITCHES[UNFILTERED] = str(SWITCHES[DROP_ONLY]) + textwrap.dedent("""\
 #: Docker's default profile (that, after a filter that refuses namespaces and mounts).
 NO_ADMIN, DOCKER = "root without CAP_SYS_ADMIN", "docker default profile"
 SWITCHES[NO_ADMIN] = SWITCHES[DOCKER] = None
-MODES = (AS_GRADED, DROP_ONLY, UNFILTERED, NO_ADMIN, DOCKER)
-FILTERED = (AS_GRADED, DROP_ONLY, NO_ADMIN, DOCKER)
+MODES = (AS_GRADED, NO_BUBBLEWRAP, UNFILTERED, NO_ADMIN, DOCKER)
+FILTERED = (AS_GRADED, NO_BUBBLEWRAP, NO_ADMIN, DOCKER)
 #: Installs a filter refusing what Docker's default profile refuses a container without
 #: CAP_SYS_ADMIN (namespaces, mounts; the keyring too, left out here: the keyring test's
 #: own wrapper, run after this one, needs it), without no_new_privs, as Docker does; then
@@ -112,8 +113,10 @@ DROP_SYS_ADMIN = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys
 WRAPPERS = {NO_ADMIN: [*DROP_SYS_ADMIN, "--"],
             DOCKER: [sys.executable, "-c", DOCKER_FILTER, *DROP_SYS_ADMIN, "--"]}
 #: The row of graders.sandbox.modes each mode must report (as graded: this machine's).
-ROWS = {DROP_ONLY: "root, namespaces refused", NO_ADMIN: "root without CAP_SYS_ADMIN",
-        DOCKER: "root, namespaces refused"}
+ROWS = {NO_BUBBLEWRAP: "root, no bubblewrap", NO_ADMIN: "root without CAP_SYS_ADMIN",
+        DOCKER: "root, no bubblewrap"}
+#: Whether the grader here may mount (root with CAP_SYS_ADMIN: the box's own tmpfs).
+ADMIN = AS_ROOT and _has_capability(CAP_SYS_ADMIN)
 #: A grading that takes longer than this is stuck (a generous bound, not a measurement).
 GRADING_TIMEOUT_S = Limits().worst_case_s + 600
 
@@ -220,12 +223,14 @@ def assert_gained_nothing(graded: Graded, mode: str) -> None:
     assert graded.results["score"] == 100.0, graded.output[-3000:]
     protections = graded.results["extra_data"]["protections"]
     assert protections["syscall_filter"] is (mode != UNFILTERED)
-    if mode in (DROP_ONLY, UNFILTERED, DOCKER):
+    if mode in (NO_BUBBLEWRAP, UNFILTERED, DOCKER):
         assert protections["tool"] == "none"
         assert protections["privilege_drop"] is True
     if mode in ROWS:
         assert protections["mode"] == ROWS[mode]
         assert protections["landlock"] == (landlock.abi_version() if mode != NO_ADMIN else 0)
+        # without CAP_SYS_ADMIN (NO_ADMIN, DOCKER) the grader cannot mount the box
+        assert protections["box_mount"] is (mode == NO_BUBBLEWRAP and ADMIN)
 
 
 # --- the keyring ------------------------------------------------------------------------------
@@ -375,7 +380,7 @@ PROBED_FILE = Path("/tmp/serving-grader-host-probe/world-readable.txt")
 PROBED_PORTS = range(47850, 47860)
 #: What each mode must report, and the processes the worker may see: its own sandbox's
 #: bubblewrap (pid 1 of its pid namespace), no other.
-PROBED = {AS_GRADED: "bubblewrap", DROP_ONLY: "landlock", NO_ADMIN: "bubblewrap",
+PROBED = {AS_GRADED: "bubblewrap", NO_BUBBLEWRAP: "landlock", NO_ADMIN: "bubblewrap",
           DOCKER: "landlock", USER: "bubblewrap", USER_DOCKER: "landlock"}
 
 

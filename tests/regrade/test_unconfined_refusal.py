@@ -28,7 +28,6 @@ import sys
 from pathlib import Path
 import graders.sandbox.confinement as confinement
 confinement.bubblewrap_support = lambda uid, gid, drop: "switched off by the test"
-confinement.namespace_support = lambda uid, gid: "switched off by the test"
 import graders.sandbox.landlock as landlock
 landlock.unavailable = lambda: "switched off by the test"
 from graders.cli import main

@@ -82,15 +82,13 @@ def sandbox_user() -> Iterator[SandboxUser]:
 @pytest.fixture(params=["bubblewrap", "landlock"])
 def mode(request: pytest.FixtureRequest, sandbox_user: SandboxUser,
          monkeypatch: pytest.MonkeyPatch) -> str:
-    """The worker in bubblewrap, or (bubblewrap and the launcher off) under Landlock."""
+    """The worker in bubblewrap, or (bubblewrap off) under Landlock."""
     if request.param == "bubblewrap":
         reason = bubblewrap_support(sandbox_user.uid, sandbox_user.gid, True)
     else:
         reason = landlock.unavailable()
         monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                             lambda uid, gid, drop: "switched off by the test")
-        monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
-                            lambda uid, gid: "switched off by the test")
     if reason is not None:
         pytest.skip(reason)
     close_to_others(protected_folders())

@@ -92,8 +92,6 @@ def test_with_the_privilege_drop_alone_a_correct_submission_imports_from_a_priva
     """The configuration of issue 21, item 3: no bubblewrap, no namespaces, TMPDIR 700."""
     monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                         lambda uid, gid, drop: "off in this test")
-    monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
-                        lambda uid, gid: "off in this test")
     user = claim_sandbox_user()
     try:
         code = (CORPUS / "correct" / "serving.py").read_bytes()

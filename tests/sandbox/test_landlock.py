@@ -1,9 +1,9 @@
-"""Landlock where namespaces are refused, and the table of layers per mode.
+"""Landlock where bubblewrap cannot run, and the table of layers per mode.
 
 The module on its own restricts a scratch interpreter (reads, writes, /proc, TCP, signals);
-the runner's worker restricts itself as the sandbox user where bubblewrap and root's
-launcher are switched off, as in Docker's default profile, and fails as the grader's
-failure where it cannot. The Docker-profile simulation, graded with the CLI, is in
+the runner's worker restricts itself as the sandbox user where bubblewrap is switched off,
+as in Docker's default profile, and fails as the grader's failure where it cannot. The
+Docker-profile simulation, graded with the CLI, is in
 tests/end_to_end/test_adversarial_syscalls.py.
 """
 
@@ -111,14 +111,12 @@ def test_without_landlock_the_protections_say_so_and_keep_the_filter(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                         lambda uid, gid, drop: "switched off by the test")
-    monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
-                        lambda uid, gid: "switched off by the test")
     monkeypatch.setattr(landlock, "unavailable", lambda: "this kernel offers no Landlock")
     sandbox = SandboxUser("any", 65534, 65534) if AS_ROOT else None
     protections = protections_for(sandbox)
     assert protections.landlock == 0
     assert modes.LANDLOCK not in protections.layers
-    assert protections.mode in (modes.ROOT_REFUSED.name, modes.USER_REFUSED.name)
+    assert protections.mode in (modes.ROOT_NO_BUBBLEWRAP.name, modes.USER_REFUSED.name)
     assert "no Landlock (this kernel offers no Landlock)" in protections.description
     assert protections.syscall_filter is (modes.FILTER in protections.layers)
     assert not protections.confined
@@ -131,20 +129,19 @@ def test_landlock_is_unavailable_off_linux(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.mark.parametrize(("who", "row"), [
-    ({"root": True, "sandbox": True, "cap_sys_admin": True, "bubblewrap": True,
-      "launcher": True}, modes.ROOT),
-    ({"root": True, "sandbox": True, "cap_sys_admin": False, "bubblewrap": True,
-      "launcher": False}, modes.ROOT_NO_ADMIN),
-    ({"root": True, "sandbox": True, "cap_sys_admin": False, "bubblewrap": False,
-      "launcher": False}, modes.ROOT_REFUSED),
-    ({"root": True, "sandbox": True, "cap_sys_admin": True, "bubblewrap": False,
-      "launcher": True}, modes.ROOT_LAUNCHER),
-    ({"root": True, "sandbox": False, "cap_sys_admin": True, "bubblewrap": True,
-      "launcher": True}, modes.ROOT_ALONE),
-    ({"root": False, "sandbox": False, "cap_sys_admin": False, "bubblewrap": True,
-      "launcher": False}, modes.USER),
-    ({"root": False, "sandbox": False, "cap_sys_admin": False, "bubblewrap": False,
-      "launcher": False}, modes.USER_REFUSED)])
+    ({"root": True, "sandbox": True, "cap_sys_admin": True, "bubblewrap": True}, modes.ROOT),
+    ({"root": True, "sandbox": True, "cap_sys_admin": False, "bubblewrap": True},
+     modes.ROOT_NO_ADMIN),
+    ({"root": True, "sandbox": True, "cap_sys_admin": False, "bubblewrap": False},
+     modes.ROOT_NO_BUBBLEWRAP),
+    ({"root": True, "sandbox": True, "cap_sys_admin": True, "bubblewrap": False},
+     modes.ROOT_NO_BUBBLEWRAP),
+    ({"root": True, "sandbox": False, "cap_sys_admin": True, "bubblewrap": True},
+     modes.ROOT_ALONE),
+    ({"root": False, "sandbox": False, "cap_sys_admin": False, "bubblewrap": True},
+     modes.USER),
+    ({"root": False, "sandbox": False, "cap_sys_admin": False, "bubblewrap": False},
+     modes.USER_REFUSED)])
 def test_each_mode_has_its_row(who: dict[str, bool], row: modes.Mode) -> None:
     assert modes.hardened_mode(**who) is row
 
@@ -153,7 +150,7 @@ def test_the_table_names_only_known_layers_and_landlock_only_where_bubblewrap_is
     for row in modes.MODES:
         assert set(row.layers) <= set(modes.LAYERS), row
         assert not {modes.BUBBLEWRAP, modes.LANDLOCK} <= set(row.layers), row
-    dropped = {modes.ROOT, modes.ROOT_NO_ADMIN, modes.ROOT_REFUSED, modes.ROOT_LAUNCHER}
+    dropped = {modes.ROOT, modes.ROOT_NO_ADMIN, modes.ROOT_NO_BUBBLEWRAP}
     assert {row for row in modes.MODES if modes.DROP in row.layers} == dropped
     assert len({row.name for row in modes.MODES}) == len(modes.MODES)
 
@@ -178,16 +175,14 @@ PROBE = textwrap.dedent("""
 
 @pytest.fixture
 def landlocked(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxUser]:
-    """A sandbox user, with bubblewrap and root's launcher switched off (as in Docker's
-    default profile): the worker restricts itself with Landlock."""
+    """A sandbox user, with bubblewrap switched off (as in Docker's default profile):
+    the worker restricts itself with Landlock."""
     if not AS_ROOT:
         pytest.skip("sandbox users exist only under root")
     if landlock.unavailable() is not None:
         pytest.skip(str(landlock.unavailable()))
     monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                         lambda uid, gid, drop: "switched off by the test")
-    monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
-                        lambda uid, gid: "switched off by the test")
     user = claim_sandbox_user()
     try:
         yield user
@@ -198,7 +193,7 @@ def landlocked(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxUser]:
 def test_the_landlocked_worker_reads_no_host_file_and_writes_its_box(
         landlocked: SandboxUser) -> None:
     with StudentRunner(PROBE, sandbox=landlocked) as runner:
-        assert runner.protections.mode == modes.ROOT_REFUSED.name
+        assert runner.protections.mode == modes.ROOT_NO_BUBBLEWRAP.name
         assert runner.protections.landlock == landlock.abi_version()
         assert runner.protections.confined
         assert runner.call("tries", ("/etc/passwd",)).value == "Permission denied"

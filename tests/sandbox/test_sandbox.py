@@ -599,11 +599,9 @@ LEAVES_EVERYTHING = textwrap.dedent("""
 
 @pytest.fixture
 def without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker runs without namespaces of its own (as where the kernel refuses them)
-    and without Landlock, which would keep it out of the shared places: the sweep after
-    the grading is then what removes its leftovers."""
-    monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
-                        lambda uid, gid: "namespaces switched off by the test")
+    """The worker runs without bubblewrap (as where the kernel refuses namespaces) and
+    without Landlock, which would keep it out of the shared places: the sweep after the
+    grading is then what removes its leftovers."""
     monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                         lambda uid, gid, drop: "bubblewrap switched off by the test")
     monkeypatch.setattr(graders.sandbox.landlock, "unavailable",
@@ -637,7 +635,7 @@ def test_everything_the_sandbox_user_left_in_shared_places_is_removed_after_a_gr
                                sandbox=user)
         with runner:
             identifiers = value(runner.call("leave"))
-            assert runner.protections.namespaces is False
+            assert (runner.protections.tool, runner.protections.landlock) == ("none", 0)
             assert isinstance(identifiers, list)
             assert min(identifiers) >= 0
             assert len(owned_entries(user.uid)) >= 8
