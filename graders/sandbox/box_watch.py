@@ -38,6 +38,9 @@ IN_Q_OVERFLOW, IN_ONLYDIR, IN_DONT_FOLLOW = 0x4000, 0x1000000, 0x2000000
 HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
 #: Seconds between two full scans without events (a safety net), and with no inotify.
 RESCAN_S, POLL_S = 1.0, 0.005
+#: What the protections' description says of a watched box.
+WATCHED = (f"its box is watched: the worker is stopped once it holds more than "
+           f"{BOX_BYTES // 1024**2} MiB or {BOX_INODES} files")
 
 
 class BoxWatch:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graders.sandbox.box_mount import mount_box, unmount_box
-from graders.sandbox.box_watch import BoxWatch
+from graders.sandbox.box_watch import WATCHED, BoxWatch
 from graders.sandbox.budget import Strikes, TimeBudget
 from graders.sandbox.calls import CallOutcome as CallOutcome  # part of the runner's interface
 from graders.sandbox.calls import CallRequest as CallRequest  # part of the runner's interface
@@ -128,6 +128,9 @@ class StudentRunner:
                 protections = dataclasses.replace(
                     protections, box_mount=False, description=f"{protections.description}"
                     f" (not mounted: {why_not})")
+        if protections.landlock and not self._mounted:  # a host folder: bounded by a watch
+            protections = dataclasses.replace(
+                protections, description=f"{protections.description}; {WATCHED}")
         # bubblewrap reads serving.py from a descriptor: a mounted box is its /tmp, kept empty
         copy = not (self._mounted and protections.tool == "bubblewrap")
         if copy and self._mounted:

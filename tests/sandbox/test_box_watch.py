@@ -23,7 +23,7 @@ import graders.sandbox.confinement
 import graders.sandbox.runner
 from graders.sandbox import landlock, modes
 from graders.sandbox.box_mount import BOX_BYTES, BOX_INODES
-from graders.sandbox.box_watch import BoxWatch
+from graders.sandbox.box_watch import WATCHED, BoxWatch
 from graders.sandbox.privileges import SandboxUser, claim_sandbox_user
 from graders.sandbox.runner import Limits, StudentRunner
 
@@ -168,6 +168,7 @@ def test_the_landlocked_worker_is_stopped_past_the_boxs_bound_and_its_files_go_w
                        limits=Limits(call_timeout_s=60.0)) as runner:
         assert runner.protections.mode == modes.ROOT_REFUSED.name
         assert not runner.protections.box_mount
+        assert runner.protections.description.endswith(f"; {WATCHED}")
         assert runner.call("mkdir").value == "EACCES"  # a flat box: one watch sees it all
         outcome = runner.call("fill", (size,))
         assert outcome.status == "crashed"
