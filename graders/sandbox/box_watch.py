@@ -1,20 +1,16 @@
 """The box's bound where it is a plain host folder: Landlock's modes without a mounted
 tmpfs (Docker's default profile, an ordinary user without bubblewrap).
 
-There the worker writes only in its box, and Landlock keeps the box flat (no folder can
-be made in it), so one inotify watch sees every change. A thread of the grader keeps
-each entry's size, the larger of its length and its allocated blocks (a sparse file
-counts in full, so writes through a mapping, which raise no event, are counted ahead),
-and SIGKILLs the worker once the box holds more than :data:`BOX_BYTES` or
-:data:`BOX_INODES` entries, the tmpfs's bounds: the call fails as "the worker was
-stopped: its box held more than ...". The runner empties the box (serving.py apart) once
-a worker is gone, so no file outlives it. Where inotify is refused, the box is scanned
-every :data:`POLL_S`.
-
-The bound holds up to what the worker writes between an event and the kill (measured
-in docs/security.md), and leaves out files it unlinked (or made with O_TMPFILE) and still
-holds open or mapped: at most its open files times RLIMIT_FSIZE, plus its address space,
-freed when it dies.
+The worker writes only in its box, which Landlock keeps flat (no folder can be made in
+it), so one inotify watch sees every change. A thread of the grader keeps each entry's
+size, the larger of its length and its blocks (a sparse file counts in full: pages
+written through a mapping raise no event), and SIGKILLs the worker once the box holds
+more than :data:`BOX_BYTES` or :data:`BOX_INODES` entries, the tmpfs's bounds; the call
+fails as "the worker was stopped: its box held more than ...". The runner empties the box
+(serving.py apart) once a worker is gone. Where inotify is refused, it scans every
+:data:`POLL_S`. Past the bound: what the worker writes between an event and the kill
+(measured in docs/security.md), and files it unlinked (or made with O_TMPFILE) but holds
+open or mapped (at most its open files times RLIMIT_FSIZE, plus its address space).
 """
 
 from __future__ import annotations
@@ -84,23 +80,27 @@ class BoxWatch:
                 os.close(fd)
 
     def _run(self) -> None:
-        watched = [self._wake[0]] + ([self._events] if self._events is not None else [])
-        wait_s = RESCAN_S if self._events is not None else POLL_S
+        poller = select.poll()  # any descriptor number, unlike select()
+        for fd in (self._wake[0], self._events):
+            if fd is not None:
+                poller.register(fd, select.POLLIN)
+        wait_ms = 1000 * (RESCAN_S if self._events is not None else POLL_S)
         while True:
-            ready = select.select(watched, [], [], wait_s)[0]
+            ready = {fd for fd, _ in poller.poll(wait_ms)}
             if self._wake[0] in ready:
                 return
-            names = self._read_events() if ready else None
+            names = self._read_events(self._events) if self._events in ready else None
             with contextlib.suppress(OSError), self._lock:
                 self._look(names)
                 self._stop_if_full()
 
-    def _read_events(self) -> set[str] | None:
+    @staticmethod
+    def _read_events(fd: int) -> set[str] | None:
         """The names the pending events are about; None after an overflow (scan all)."""
         names: set[str] | None = set()
         while True:
             try:
-                data = os.read(self._events, 65536)  # type: ignore[arg-type]
+                data = os.read(fd, 65536)
             except BlockingIOError:
                 return names
             offset = 0
@@ -122,14 +122,10 @@ class BoxWatch:
             self.total = sum(self._sizes.values())
             return
         for name in names:
-            try:
-                size = _size(os.lstat(name, dir_fd=self._folder))
-            except FileNotFoundError:
-                size = self._sizes.pop(name, 0)
-                self.total -= size
-                continue
-            self.total += size - self._sizes.get(name, 0)
-            self._sizes[name] = size
+            self.total -= self._sizes.pop(name, 0)
+            with contextlib.suppress(FileNotFoundError):
+                self._sizes[name] = _size(os.lstat(name, dir_fd=self._folder))
+                self.total += self._sizes[name]
 
     def _stop_if_full(self) -> None:
         """SIGKILL the worker followed once the box holds too much (under the lock)."""
