@@ -8,8 +8,9 @@ privilege drop and before it imports the submission, best-effort for the kernel'
 
 - ABI 1 and later: it reads and executes only the paths it is given (its runtime, pint's
   definitions, its interpreter and the libraries it loads), writes only in its box (it
-  executes nothing there), and reads nothing else: no host file, no ``/proc`` (so no
-  other process is seen), no ``/dev`` but the descriptors it already holds;
+  executes nothing there, and makes no folder in it: see ``box_watch.py``), and reads
+  nothing else: no host file, no ``/proc`` (so no other process is seen), no ``/dev``
+  but the descriptors it already holds;
 - ABI 2, 3, 5: renaming across folders, truncation and device ioctls are handled too;
 - ABI 4: TCP bind and connect are refused (below the syscall filter, which refuses
   every socket family but AF_UNIX);
@@ -39,7 +40,7 @@ PR_SET_NO_NEW_PRIVS = 38
 
 # file system rights (LANDLOCK_ACCESS_FS_*)
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+MAKE_DIR, REFER, TRUNCATE, IOCTL_DEV = 1 << 7, 1 << 13, 1 << 14, 1 << 15
 #: Rights that apply to a file (the rest apply to a folder's entries).
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 #: The file system rights each ABI handles: ABI 1's thirteen, then one right at 2, 3, 5.
@@ -87,8 +88,9 @@ def restrict(read: Sequence[str], write: Sequence[str]) -> int:
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     attr = struct.pack("=QQQ", fs, net, scoped)[:size]
     ruleset = _syscall(CREATE_RULESET, attr, size, 0)
+    written = fs & ~EXECUTE & ~MAKE_DIR  # a flat box (see box_watch.py)
     try:
-        for paths, rights in ((read, EXECUTE | READ_FILE | READ_DIR), (write, fs & ~EXECUTE)):
+        for paths, rights in ((read, EXECUTE | READ_FILE | READ_DIR), (write, written)):
             for path in paths:
                 _allow(ruleset, path, rights)
         _prctl_no_new_privs()

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graders.sandbox.box_mount import mount_box, unmount_box
+from graders.sandbox.box_watch import WATCHED, BoxWatch
 from graders.sandbox.budget import Strikes, TimeBudget
 from graders.sandbox.calls import CallOutcome as CallOutcome  # part of the runner's interface
 from graders.sandbox.calls import CallRequest as CallRequest  # part of the runner's interface
@@ -127,6 +128,9 @@ class StudentRunner:
                 protections = dataclasses.replace(
                     protections, box_mount=False, description=f"{protections.description}"
                     f" (not mounted: {why_not})")
+        if protections.landlock and not self._mounted:  # a host folder: bounded by a watch
+            protections = dataclasses.replace(
+                protections, description=f"{protections.description}; {WATCHED}")
         # bubblewrap reads serving.py from a descriptor: a mounted box is its /tmp, kept empty
         copy = not (self._mounted and protections.tool == "bubblewrap")
         if copy and self._mounted:
@@ -149,6 +153,9 @@ class StudentRunner:
         self._started = False
         self._imported = False
         self.calls = 0
+        #: What bounds the box in total where it is a plain host folder (Landlock's modes).
+        self._watch = BoxWatch(self._box, SUBMISSION_NAME) \
+            if protections.landlock and not self._mounted else None
 
     def __enter__(self) -> StudentRunner:
         return self
@@ -229,6 +236,9 @@ class StudentRunner:
             self._stop()
         except Exception as error:  # a clean-up must not cost the grading its results
             problems.append(f"stopping the worker: {type(error).__name__}: {error}")
+        watch, self._watch = self._watch, None  # closing again is safe
+        if watch is not None:
+            watch.close()
         if self._mounted:  # before the sweep, which would find the box the sandbox user's
             problems += unmount_box(self._box)
             self._mounted = False
@@ -404,6 +414,8 @@ class StudentRunner:
         with self._setup.command() as command:
             worker = _Worker(self._transport(command, self._output, self.limits))
         self._worker = worker
+        if self._watch is not None and isinstance(worker.transport, HardenedTransport):
+            self._watch.follow(worker.transport)
         self._started = True
         self._pint_ready = False
         init = {**self._worker_init, "preload_pint": preload_pint}
@@ -533,5 +545,9 @@ class StudentRunner:
     def _stop(self) -> None:
         worker, self._worker = self._worker, None
         if worker is not None:
+            if self._watch is not None:
+                self._watch.follow(None)
             worker.transport.stop()
+            if self._watch is not None:  # no file outlives its worker
+                self._watch.empty()
 

@@ -245,6 +245,7 @@ GRADED_ELSEWHERE = {
     "nested_namespaces": "end_to_end/test_adversarial_syscalls.py",
     "tcp_to_host_loopback": "end_to_end/test_adversarial_syscalls.py",
     "host_probe": "end_to_end/test_adversarial_syscalls.py",
+    "fill_host_box": "end_to_end/test_adversarial_box.py",
 }
 
 

@@ -60,6 +60,7 @@ TRIES = textwrap.dedent("""
         "read allowed": attempt(lambda: open(readable).read()),
         "read /etc/passwd": attempt(lambda: open("/etc/passwd").read()),
         "write box": attempt(write),
+        "mkdir box": attempt(lambda: os.mkdir(os.path.join(box, "folder"))),
         "write beside": attempt(lambda: open(readable + ".new", "w").close()),
         "list /proc": attempt(lambda: os.listdir("/proc")),
         "read parent": attempt(lambda: open(f"/proc/{os.getppid()}/cmdline").read()),
@@ -90,7 +91,8 @@ def test_a_restricted_process_reads_and_writes_only_what_it_was_given(
     abi = landlock.abi_version()
     assert found == {
         "abi": abi, "read allowed": "ok", "read /etc/passwd": "EACCES", "write box": "ok",
-        "write beside": "EACCES", "list /proc": "EACCES", "read parent": "EACCES",
+        "mkdir box": "EACCES", "write beside": "EACCES", "list /proc": "EACCES",
+        "read parent": "EACCES",
         "connect": "EACCES" if abi >= 4 else "ok",
         "signal parent": "EPERM" if abi >= 6 else "ok"}
     assert (box / "written").read_text(encoding="utf-8") == "x"
