@@ -153,6 +153,9 @@ class StudentRunner:
         self._started = False
         self._imported = False
         self.calls = 0
+        #: Whether a worker imports the box's serving.py, which it can rewrite (not in
+        #: bubblewrap, which gets it from a descriptor): put back before each later worker.
+        self._restores = protections.tool != "bubblewrap"
         #: What bounds the box in total where it is a plain host folder (Landlock's modes).
         self._watch = BoxWatch(self._box, SUBMISSION_NAME) \
             if protections.landlock and not self._mounted else None
@@ -411,6 +414,8 @@ class StudentRunner:
 
     def _launch(self, *, preload_pint: bool) -> _Worker:
         """Start a worker and send it its ``init`` request (read once it is started)."""
+        if self._restores and self._started:
+            self._restore_submission()
         with self._setup.command() as command:
             worker = _Worker(self._transport(command, self._output, self.limits))
         self._worker = worker
@@ -422,6 +427,17 @@ class StudentRunner:
         with contextlib.suppress(OSError):  # a worker that died at once is reported on reading
             worker.transport.send(request_line(init))
         return worker
+
+    def _restore_submission(self) -> None:
+        """Write the submitted file into the box again, for the next worker: an earlier one
+        may have rewritten it, or left a link there (removed, never followed)."""
+        path = self._box / SUBMISSION_NAME
+        report_problems(remove_tree(path))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(path, flags, 0o600), "wb") as handle:
+            handle.write(self._setup.submission)
+            if self._setup.sandbox is not None:
+                os.fchown(handle.fileno(), self._setup.sandbox.uid, self._setup.sandbox.gid)
 
     @functools.cached_property
     def _worker_init(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 ``fill_host_box`` is the correct solution that writes 4 MiB at import (within the bound)
 and, in serve, fills its box with 4 MiB files (odd calls) or empty files (even calls),
-deleting none. It is graded under Landlock with bubblewrap, root's launcher and the box's
+deleting none. It is graded under Landlock with bubblewrap and the box's
 tmpfs switched off (a ``sitecustomize`` on PYTHONPATH), as in Docker's default profile:
 the box is a host folder, bounded only by the grader's watch (graders.sandbox.box_watch).
 The same ``sitecustomize`` records what the box held each time a worker is gone, before
@@ -42,7 +42,6 @@ SITE = textwrap.dedent("""\
     import graders.sandbox.runner as runner
     from graders.sandbox import box_watch
 
-    confinement.namespace_support = lambda uid, gid: "switched off by the test"
     confinement.bubblewrap_support = lambda uid, gid, drop: "switched off by the test"
     runner.mount_box = lambda box, uid, gid: "switched off by the test"
     empty = box_watch.BoxWatch.empty

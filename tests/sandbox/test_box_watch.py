@@ -142,7 +142,7 @@ PROBE = textwrap.dedent("""
 
 @pytest.fixture
 def landlocked_unmounted(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxUser]:
-    """A sandbox user, bubblewrap, root's launcher and the box's mount switched off: the
+    """A sandbox user, bubblewrap and the box's mount switched off: the
     worker is under Landlock in a plain host folder, as in Docker's default profile."""
     if not AS_ROOT:
         pytest.skip("sandbox users exist only under root")
@@ -150,8 +150,6 @@ def landlocked_unmounted(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxUse
         pytest.skip(str(landlock.unavailable()))
     monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
                         lambda uid, gid, drop: "switched off by the test")
-    monkeypatch.setattr(graders.sandbox.confinement, "namespace_support",
-                        lambda uid, gid: "switched off by the test")
     monkeypatch.setattr(graders.sandbox.runner, "mount_box",
                         lambda box, uid, gid: "switched off by the test")
     user = claim_sandbox_user()

@@ -210,3 +210,42 @@ def test_a_worker_that_cannot_apply_landlock_runs_no_student_code(
     with StudentRunner(PROBE, sandbox=landlocked) as runner, \
             pytest.raises(SandboxError, match="could not install its Landlock, so no student"):
         runner.call("writes")
+
+
+#: A submission whose worker rewrites its own file in the box (or leaves a link there to a
+#: file of the grader's), then dies: the next worker must import the file submitted.
+REWRITES = PROBE + textwrap.dedent("""
+    VERSION = "submitted"
+
+    def version():
+        return VERSION
+
+    def rewrite_and_die(target):
+        os.remove("serving.py")
+        if target:
+            os.symlink(target, "serving.py")
+        else:
+            with open("serving.py", "w") as handle:
+                handle.write("def version():\\n    return 'rewritten'\\n")
+        os._exit(0)
+""").encode()
+
+
+@pytest.mark.parametrize("mounted", [True, False], ids=["mounted box", "host folder"])
+@pytest.mark.parametrize("link", [False, True], ids=["rewritten", "link"])
+def test_every_worker_imports_the_file_submitted_whatever_an_earlier_one_left(
+        landlocked: SandboxUser, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        mounted: bool, link: bool) -> None:
+    if not mounted:
+        monkeypatch.setattr(graders.sandbox.runner, "mount_box",
+                            lambda *_: "switched off by the test")
+    graders_file = tmp_path / "graders-file"
+    graders_file.write_text("the grader's\n", encoding="utf-8")
+    tmp_path.chmod(0o755)
+    with StudentRunner(REWRITES, sandbox=landlocked) as runner:
+        assert runner.protections.box_mount is mounted
+        assert runner.call("version").value == "submitted"
+        assert runner.call("rewrite_and_die", (str(graders_file) if link else "",)).status \
+            != "ok"
+        assert runner.call("version").value == "submitted"
+    assert graders_file.read_text(encoding="utf-8") == "the grader's\n"
