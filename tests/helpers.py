@@ -591,15 +591,25 @@ SYSTEM_PYTHON = Path("/usr/bin/python3")
 REGRADE_DISTRIBUTIONS = (*GRADING_PACKAGES, "pyyaml")
 
 
-def ordinary_regrade_unsupported() -> str | None:
-    """Why the grader cannot be run here as an ordinary, confined user (None when it can);
+def ordinary_user_unavailable() -> str | None:
+    """Why the grader cannot be run here as an ordinary user at all (None when it can);
     makes the user :data:`INSTRUCTOR` when missing."""
-    from graders.sandbox.confinement import bubblewrap_support
-
     if not AS_ROOT:
         return "making the ordinary user needs root (CI runs as root)"
     if not SYSTEM_PYTHON.is_file():
         return f"no {SYSTEM_PYTHON} for the ordinary user to run the grader with"
+    ordinary_user(INSTRUCTOR)
+    return None
+
+
+def ordinary_regrade_unsupported() -> str | None:
+    """Why the grader cannot be run here as an ordinary user confined by bubblewrap (None
+    when it can); makes the user :data:`INSTRUCTOR` when missing."""
+    from graders.sandbox.confinement import bubblewrap_support
+
+    reason = ordinary_user_unavailable()
+    if reason is not None:
+        return reason
     entry = ordinary_user(INSTRUCTOR)
     return bubblewrap_support(entry.pw_uid, entry.pw_gid, True)
 

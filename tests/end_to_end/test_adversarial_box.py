@@ -86,7 +86,7 @@ def test_a_full_host_box_stops_the_worker_within_the_bound_and_keeps_the_honest_
     protections = document["extra_data"]["protections"]
     assert (protections["tool"], protections["box_mount"], protections["landlock"]) == \
         ("none", False, landlock.abi_version())
-    assert protections["mode"] == (modes.ROOT_REFUSED if AS_ROOT else modes.USER_REFUSED).name
+    assert protections["mode"] == (modes.ROOT_NO_BUBBLEWRAP if AS_ROOT else modes.USER_REFUSED).name
     # serve's 12 points are lost (each of its calls is stopped), and nothing else
     assert document["score"] == 88.0, json.dumps(document)[-3000:]
     lost = {test["tags"][0] for test in document["tests"] if test["score"] < test["max_score"]}

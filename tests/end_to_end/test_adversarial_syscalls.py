@@ -4,8 +4,9 @@ Each case is the correct solution with an attack appended that runs at import an
 in serve, and prints what it got (``... attack: ...``, kept in results.json's output):
 
 - ``keyring_steal_and_plant`` reads, rewrites and plants keys: the grading runs in a
-  session keyring of its own holding a secret key, which must come out unread and unchanged,
-  with no key planted beside it;
+  session keyring of its own (the grading user's: root's, or the instructor account's)
+  holding a secret key, which must come out unread and unchanged, with no key planted
+  beside it nor in that user's own keyrings;
 - ``sysv_shm_hoard`` holds 3 GiB of SysV shared memory, detached (past its 2 GiB
   address space), and fills message queues: the host's Shmem (/proc/meminfo, sampled
   during the grading) must not grow by 2.5 GiB;
@@ -14,21 +15,17 @@ in serve, and prints what it got (``... attack: ...``, kept in results.json's ou
 - ``tcp_to_host_loopback`` connects to a listener the test opens on 127.0.0.1: nobody
   must knock.
 
-Each is graded in five modes: as the grader runs here (bubblewrap, where it can); with
-the privilege drop and Landlock (bubblewrap switched off by a ``sitecustomize`` on
-PYTHONPATH; as root with CAP_SYS_ADMIN, in a box that is a tmpfs of its own); as root
-without CAP_SYS_ADMIN (``setpriv`` drops it from every set: bubblewrap still runs, as the
-sandbox user); in a simulation of Docker's default profile (a filter refusing namespaces
-and mounts, installed without no_new_privs as Docker's is, then that ``setpriv``:
-bubblewrap cannot run, Landlock can, the box is not mounted); and, to show that
-each attack has teeth, with the syscall filter and Landlock switched off too, where it
-must succeed. In all but the last, each scores exactly 100.0 (it gains nothing) and its
-evidence shows the attack failed.
+Each is graded in every mode of ``linux_modes.MODES``: as root (bubblewrap; the privilege
+drop and Landlock alone; without CAP_SYS_ADMIN; in a simulation of Docker's default
+profile) and as an ordinary user (the grader's instructor account, in bubblewrap and in
+that simulation), where it scores exactly 100.0 (it gains nothing), the mode's
+protections are reported and its evidence shows the attack failed; and, to show that
+each attack has teeth, with the syscall filter, bubblewrap and Landlock switched off,
+where it must succeed.
 
 ``host_probe`` reads host files, lists ``/`` and ``/proc`` and connects to a listener on
-the host's 127.0.0.1: in each of those modes and as an ordinary user (the grader's
-instructor account, with and without the Docker-like filter), it reads nothing, reaches
-nothing and sees no process but its own sandbox's.
+the host's 127.0.0.1: in each confined mode it reads nothing, reaches nothing and sees no
+process but its own sandbox's.
 """
 
 from __future__ import annotations
@@ -38,205 +35,74 @@ import json
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import textwrap
-import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from helpers import (
-    ADVERSARIAL,
-    AS_ROOT,
-    INSTRUCTOR,
-    REPO,
-    SYSTEM_PYTHON,
-    kill_marked,
-    ordinary_regrade_unsupported,
-    ordinary_user,
-    world_readable_install,
+from linux_modes import (
+    CONFINED,
+    GIB,
+    LANDLOCK,
+    MODES,
+    UNFILTERED,
+    Graded,
+    Instructor,
+    assert_reported,
+    grade,
+    instructor,
+    label,
+    mode_unavailable,
+    plant_switches,
+    python_of,
 )
 
-from graders.sandbox import landlock, syscall_filter
-from graders.sandbox.confinement import CAP_SYS_ADMIN, _has_capability
-from graders.sandbox.runner import Limits
+from graders.sandbox import syscall_filter
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(syscall_filter.unavailable() is not None,
                                  reason=str(syscall_filter.unavailable()))]
 
-GIB = 1024**3
-#: Modes, and the sitecustomize that makes each (None: the grader as it runs here).
-AS_GRADED, NO_BUBBLEWRAP, UNFILTERED = "as graded", "no bubblewrap", "unfiltered"
-SWITCHES = {
-    AS_GRADED: None,
-    NO_BUBBLEWRAP: textwrap.dedent("""\
-        import graders.sandbox.confinement as confinement
-
-        confinement.bubblewrap_support = lambda uid, gid, drop: "switched off by the test"
-    """),
-}
-SWITCHES[UNFILTERED] = str(SWITCHES[NO_BUBBLEWRAP]) + textwrap.dedent("""\
-    import graders.sandbox.landlock as landlock
-    import graders.sandbox.syscall_filter as syscall_filter
-
-    landlock.unavailable = lambda: "switched off by the test"
-    syscall_filter.unavailable = lambda: "switched off by the test"
-""")
-#: Modes made by a wrapper, not a switch: root without CAP_SYS_ADMIN (setpriv drops it
-#: from the bounding and inheritable sets, so the grader's exec holds it in no set), and
-#: Docker's default profile (that, after a filter that refuses namespaces and mounts).
-NO_ADMIN, DOCKER = "root without CAP_SYS_ADMIN", "docker default profile"
-SWITCHES[NO_ADMIN] = SWITCHES[DOCKER] = None
-MODES = (AS_GRADED, NO_BUBBLEWRAP, UNFILTERED, NO_ADMIN, DOCKER)
-FILTERED = (AS_GRADED, NO_BUBBLEWRAP, NO_ADMIN, DOCKER)
-#: Installs a filter refusing what Docker's default profile refuses a container without
-#: CAP_SYS_ADMIN (namespaces, mounts; the keyring too, left out here: the keyring test's
-#: own wrapper, run after this one, needs it), without no_new_privs, as Docker does; then
-#: runs its arguments.
-DOCKER_FILTER = textwrap.dedent("""
-    import os, sys
-    sys.path.insert(0, os.environ["FILTER_FOLDER"])
-    import syscall_filter
-    REFUSED = {"unshare", "setns", "clone", "clone3", "mount", "umount2", "pivot_root",
-               "chroot", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
-               "mount_setattr"}
-    syscall_filter.install(tuple(rule for rule in syscall_filter.RULES if rule.name in REFUSED),
-                           no_new_privs=False)
-    os.execvp(sys.argv[1], sys.argv[1:])
-""")
-DROP_SYS_ADMIN = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
-WRAPPERS = {NO_ADMIN: [*DROP_SYS_ADMIN, "--"],
-            DOCKER: [sys.executable, "-c", DOCKER_FILTER, *DROP_SYS_ADMIN, "--"]}
-#: The row of graders.sandbox.modes each mode must report (as graded: this machine's).
-ROWS = {NO_BUBBLEWRAP: "root, no bubblewrap", NO_ADMIN: "root without CAP_SYS_ADMIN",
-        DOCKER: "root, no bubblewrap"}
-#: Whether the grader here may mount (root with CAP_SYS_ADMIN: the box's own tmpfs).
-ADMIN = AS_ROOT and _has_capability(CAP_SYS_ADMIN)
-#: A grading that takes longer than this is stuck (a generous bound, not a measurement).
-GRADING_TIMEOUT_S = Limits().worst_case_s + 600
-
-
-def needs_mode(mode: str) -> None:
-    if mode != AS_GRADED and not AS_ROOT:
-        pytest.skip("the privilege drop alone exists only under root (sandbox users)")
-
-
-@dataclass(frozen=True)
-class Graded:
-    """One CLI grading: its exit code, stderr, results, and the host's Shmem growth."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-    results: dict[str, Any]
-    #: The largest growth of the host's Shmem during the grading, in bytes.
-    shmem_growth: int
-
-    @property
-    def output(self) -> str:
-        """Every text of the results (the submission's output at import is in the top-level
-        output, what it prints in serve in serve's tests' outputs)."""
-        return json.dumps(self.results, ensure_ascii=False)
-
-
-def shmem_bytes() -> int:
-    with open("/proc/meminfo", encoding="ascii") as meminfo:
-        for line in meminfo:
-            if line.startswith("Shmem:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no Shmem line in /proc/meminfo")
-
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[Path]:
-    """A folder the sandbox users can traverse, with one sitecustomize folder per mode."""
+    """A folder the sandbox users can traverse, with one sitecustomize folder per switch."""
     folder = Path(tempfile.mkdtemp(prefix="adversarial-syscalls-", dir="/tmp"))
     folder.chmod(0o755)
-    for mode, text in SWITCHES.items():
-        if text is not None:
-            site = folder / f"site-{mode.replace(' ', '-')}"
-            site.mkdir()
-            (site / "sitecustomize.py").write_text(text, encoding="utf-8")
+    plant_switches(folder)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def grade(base: Path, case: str, mode: str, *, wrapper: Sequence[str] = (),
-          user: tuple[Any, str] | None = None) -> Graded:
-    """Grade ``case`` in ``mode`` (through ``wrapper``, a command that runs the grading as
-    its last arguments; as ``user``, a ``pwd`` entry and the PYTHONPATH of a grader it can
-    read, when given), sampling the host's Shmem meanwhile."""
-    label = f"{case}-{mode.replace(' ', '-')}"
-    home = base / label
-    submission, out, temp = home / "submission", home / "out", home / "tmp"
-    for folder in (home, out, temp):
-        folder.mkdir(mode=0o755, parents=True)
-        folder.chmod(0o755)
-    submission.mkdir(mode=0o700)
-    shutil.copy(ADVERSARIAL / case / "serving.py", submission / "serving.py")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
-    env["TMPDIR"] = str(temp)
-    if SWITCHES[mode] is not None:
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(base / f"site-{mode.replace(' ', '-')}"), str(REPO),
-             *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
-    env["FILTER_FOLDER"] = str(Path(syscall_filter.__file__).parent)
-    python, wrapper = sys.executable, [*WRAPPERS.get(mode, ()), *wrapper]
-    if user is not None:  # the system's Python, on a copy of the grader it can read
-        entry, env["PYTHONPATH"] = user
-        python, env["HOME"] = str(SYSTEM_PYTHON), str(home)
-        wrapper = [*wrapper, "setpriv", f"--reuid={entry.pw_uid}",
-                   f"--regid={entry.pw_gid}", "--clear-groups", "--"]
-        for path in [home, *home.rglob("*")]:
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-    results = out / "results.json"
-    before, peak, done = shmem_bytes(), [0], threading.Event()
+@pytest.fixture(scope="module")
+def ordinary(base: Path) -> Instructor:
+    """The instructor account, with a grader copy it can read."""
+    return instructor(base / "install")
 
-    def sample() -> None:
-        while not done.wait(0.02):
-            peak[0] = max(peak[0], shmem_bytes())
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        completed = subprocess.run(
-            [*wrapper, python, "-m", "graders", "grade", str(submission), "--results",
-             str(results), "-q"], cwd=out, env=env, capture_output=True, text=True,
-            timeout=GRADING_TIMEOUT_S, check=False)
-    finally:
-        done.set()
-        sampler.join()
-    assert kill_marked(f"{home}/") == []
-    document = json.loads(results.read_text(encoding="utf-8")) if results.exists() else {}
-    return Graded(completed.returncode, completed.stdout, completed.stderr, document,
-                  max(peak[0] - before, 0))
+def made(mode: str, request: pytest.FixtureRequest) -> Instructor | None:
+    """Skip unless ``mode`` can be made here; the instructor account if it grades there."""
+    reason = mode_unavailable(mode)
+    if reason is not None:
+        pytest.skip(reason)
+    return request.getfixturevalue("ordinary") if MODES[mode].ordinary else None
 
 
 def assert_gained_nothing(graded: Graded, mode: str) -> None:
     """Graded to completion, 100.0, with the protections of ``mode`` reported."""
     assert graded.returncode == 0, graded.stderr[-3000:]
     assert graded.results["score"] == 100.0, graded.output[-3000:]
-    protections = graded.results["extra_data"]["protections"]
-    assert protections["syscall_filter"] is (mode != UNFILTERED)
-    if mode in (NO_BUBBLEWRAP, UNFILTERED, DOCKER):
-        assert protections["tool"] == "none"
-        assert protections["privilege_drop"] is True
-    if mode in ROWS:
-        assert protections["mode"] == ROWS[mode]
-        assert protections["landlock"] == (landlock.abi_version() if mode != NO_ADMIN else 0)
-        # without CAP_SYS_ADMIN (NO_ADMIN, DOCKER) the grader cannot mount the box
-        assert protections["box_mount"] is (mode == NO_BUBBLEWRAP and ADMIN)
+    assert_reported(graded.results, mode)
 
 
 # --- the keyring ------------------------------------------------------------------------------
 
 #: Runs its arguments in a new session keyring holding the key "serving-grader-secret"
-#: (payload: $SECRET), then writes to argv[1] the key's payload and the keyring's keys.
+#: (payload: $SECRET), then writes to argv[1] the key's payload, the keyring's keys and the
+#: keys of the user's own keyrings (user and user session, which outlive the grading: the
+#: worker's too, where it runs as this user in no user namespace of its own), from which
+#: it first removes any key planted there before (adding a key again only updates it).
 KEYRING_WRAPPER = textwrap.dedent("""
     import ctypes, json, os, struct, subprocess, sys
     sys.path.insert(0, os.environ["FILTER_FOLDER"])
@@ -257,42 +123,58 @@ KEYRING_WRAPPER = textwrap.dedent("""
         size = keyctl(long(11), long(serial), buffer, long(4096))  # KEYCTL_READ
         return buffer.raw[:size]
 
+    def keys(keyring):
+        listing = read(keyring)  # a keyring reads as its keys' serials
+        found = {}
+        for key in struct.unpack(f"{len(listing) // 4}i", listing):
+            buffer = ctypes.create_string_buffer(512)
+            keyctl(long(6), long(key), buffer, long(512))  # KEYCTL_DESCRIBE
+            found[key] = buffer.value.decode().rsplit(";", 1)[-1]
+        return found
+
+    for keyring in (-4, -5):
+        for key, description in keys(keyring).items():
+            if description == "planted-by-serving":
+                keyctl(long(9), long(key), long(keyring))  # KEYCTL_UNLINK
+
     keyctl(long(1), b"serving-grader-test")  # KEYCTL_JOIN_SESSION_KEYRING
     secret = os.environ["SECRET"].encode()
     serial = libc.syscall(long(numbers["add_key"]), b"user", b"serving-grader-secret",
                           secret, long(len(secret)), long(-3))
     assert serial > 0, ctypes.get_errno()
     code = subprocess.run(sys.argv[2:]).returncode
-    listing = read(-3)  # the session keyring: its keys' serials
-    keys = []
-    for key in struct.unpack(f"{len(listing) // 4}i", listing):
-        buffer = ctypes.create_string_buffer(512)
-        keyctl(long(6), long(key), buffer, long(512))  # KEYCTL_DESCRIBE
-        keys.append(buffer.value.decode().rsplit(";", 1)[-1])
     with open(sys.argv[1], "w") as report:
-        json.dump({"serial": serial, "payload": read(serial).decode(), "keys": keys}, report)
+        json.dump({"serial": serial, "payload": read(serial).decode(),
+                   "keys": list(keys(-3).values()),
+                   "user keys": [*keys(-4).values(), *keys(-5).values()]}, report)
     sys.exit(code)
 """)
+PLANTED = "planted-by-serving"  # the attack's keys' description
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_graders_session_keyring_is_neither_read_nor_changed(base: Path, mode: str) -> None:
-    needs_mode(mode)
+def test_the_graders_session_keyring_is_neither_read_nor_changed(
+        base: Path, mode: str, request: pytest.FixtureRequest) -> None:
+    user = made(mode, request)
     secret = f"SECRET-{os.urandom(8).hex()}"
-    report = base / f"keyring-{mode.replace(' ', '-')}.json"
-    wrapper = [sys.executable, "-c", KEYRING_WRAPPER, str(report)]
+    report = base / f"keyring-{label(mode)}.json"
+    report.touch()
+    if user is not None:  # the wrapper runs as the grading's user, in its own keyrings
+        user.own(report)
+    inner = [python_of(user), "-c", KEYRING_WRAPPER, str(report)]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SECRET", secret)
-        graded = grade(base, "keyring_steal_and_plant", mode, wrapper=wrapper)
+        graded = grade(base, "keyring_steal_and_plant", mode, inner=inner, user=user)
     found = json.loads(report.read_text(encoding="utf-8"))
     if mode == UNFILTERED:  # the attack's teeth: it read the key and rewrote it (each call)
         assert found["payload"].startswith("STOLEN:")
         assert found["payload"].endswith(secret)
-        assert "planted-by-serving" in found["keys"]
+        assert PLANTED in found["keys"]
         return
     assert_gained_nothing(graded, mode)
-    assert found == {"serial": found["serial"], "payload": secret,
-                     "keys": ["serving-grader-secret"]}
+    assert {key: found[key] for key in ("payload", "keys")} == \
+        {"payload": secret, "keys": ["serving-grader-secret"]}, found
+    assert PLANTED not in found["user keys"], found
     assert secret not in graded.stdout + graded.stderr + json.dumps(graded.results)
     assert "keyring attack: session keyring EPERM; request_key EPERM; add_key -3 EPERM; " \
            "add_key -4 EPERM; add_key -5 EPERM" in graded.output
@@ -302,9 +184,9 @@ def test_the_graders_session_keyring_is_neither_read_nor_changed(base: Path, mod
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_sysv_shared_memory_never_holds_the_hosts_memory(base: Path, mode: str) -> None:
-    needs_mode(mode)
-    graded = grade(base, "sysv_shm_hoard", mode)
+def test_sysv_shared_memory_never_holds_the_hosts_memory(
+        base: Path, mode: str, request: pytest.FixtureRequest) -> None:
+    graded = grade(base, "sysv_shm_hoard", mode, user=made(mode, request))
     if mode == UNFILTERED:  # the attack's teeth: 3 GiB held past a 2 GiB address space
         assert graded.shmem_growth >= 2.5 * GIB, graded.output[-2000:]
         assert "held 3072 MiB of shared memory (held)" in graded.output
@@ -318,9 +200,8 @@ def test_sysv_shared_memory_never_holds_the_hosts_memory(base: Path, mode: str) 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_nested_namespaces_are_refused_so_no_tmpfs_escapes_the_bound(
-        base: Path, mode: str) -> None:
-    needs_mode(mode)
-    graded = grade(base, "nested_namespaces", mode)
+        base: Path, mode: str, request: pytest.FixtureRequest) -> None:
+    graded = grade(base, "nested_namespaces", mode, user=made(mode, request))
     if mode == UNFILTERED:  # the attack's teeth: 1.5 GiB in a tmpfs of its own
         assert "namespace attack: mounted a tmpfs, wrote 1536 MiB" in graded.output
         assert graded.shmem_growth >= 1 * GIB
@@ -353,9 +234,9 @@ def listener() -> Iterator[socket.socket]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_no_connection_reaches_a_listener_on_the_hosts_loopback(
-        base: Path, mode: str, listener: socket.socket) -> None:
-    needs_mode(mode)
-    graded = grade(base, "tcp_to_host_loopback", mode)
+        base: Path, mode: str, listener: socket.socket,
+        request: pytest.FixtureRequest) -> None:
+    graded = grade(base, "tcp_to_host_loopback", mode, user=made(mode, request))
     if mode == UNFILTERED:  # the attack's teeth: without namespaces, the host's loopback
         connection, _ = listener.accept()
         connection.close()
@@ -370,29 +251,9 @@ def test_no_connection_reaches_a_listener_on_the_hosts_loopback(
 
 # --- where namespaces are refused: the host's files, processes and loopback -------------------
 
-#: Modes of an ordinary user (the grader's instructor account): as it runs here, and in
-#: Docker's default profile, where bubblewrap cannot run.
-USER, USER_DOCKER = "ordinary user", "ordinary user in docker default profile"
-WRAPPERS[USER_DOCKER] = [sys.executable, "-c", DOCKER_FILTER]
-SWITCHES[USER] = SWITCHES[USER_DOCKER] = None
 #: The world-readable file the probe must not read (HOST_FILES in its serving.py).
 PROBED_FILE = Path("/tmp/serving-grader-host-probe/world-readable.txt")
 PROBED_PORTS = range(47850, 47860)
-#: What each mode must report, and the processes the worker may see: its own sandbox's
-#: bubblewrap (pid 1 of its pid namespace), no other.
-PROBED = {AS_GRADED: "bubblewrap", NO_BUBBLEWRAP: "landlock", NO_ADMIN: "bubblewrap",
-          DOCKER: "landlock", USER: "bubblewrap", USER_DOCKER: "landlock"}
-
-
-@pytest.fixture(scope="module")
-def ordinary(base: Path) -> tuple[Any, str]:
-    """The instructor account and the PYTHONPATH of a grader copy it can read."""
-    reason = ordinary_regrade_unsupported()
-    if reason is not None:
-        pytest.skip(reason)
-    return ordinary_user(INSTRUCTOR), world_readable_install(base / "install")
-
-
 @pytest.fixture
 def probed_listener() -> Iterator[socket.socket]:
     """A world-readable host file, and a listener on the host's 127.0.0.1."""
@@ -413,28 +274,20 @@ def probed_listener() -> Iterator[socket.socket]:
         shutil.rmtree(PROBED_FILE.parent, ignore_errors=True)
 
 
-@pytest.mark.parametrize("mode", list(PROBED))
+@pytest.mark.parametrize("mode", CONFINED)
 def test_the_worker_reads_no_host_file_sees_no_process_and_reaches_no_address(
         base: Path, mode: str, probed_listener: socket.socket,
         request: pytest.FixtureRequest) -> None:
-    needs_mode(mode)
-    if PROBED[mode] == "landlock" and landlock.unavailable() is not None:
-        pytest.skip(str(landlock.unavailable()))
-    user = request.getfixturevalue("ordinary") if mode in (USER, USER_DOCKER) else None
-    graded = grade(base, "host_probe", mode, user=user)
-    assert graded.returncode == 0, graded.stderr[-3000:]
-    assert graded.results["score"] == 100.0, graded.output[-3000:]
-    protections = graded.results["extra_data"]["protections"]
-    assert PROBED[mode] in protections["layers"]
-    assert protections["syscall_filter"] is True
+    graded = grade(base, "host_probe", mode, user=made(mode, request))
+    assert_gained_nothing(graded, mode)
     with pytest.raises(BlockingIOError):
         probed_listener.accept()
     probe = next(line for line in graded.output.split("\\n") if "host probe:" in line)
     assert "host probe: read &#91;&#93;;" in probe  # HTML-escaped brackets
     assert "reached &#91;&#93;;" in probe
     assert "HOST-SECRET" not in graded.output
-    if PROBED[mode] == "landlock":
+    if MODES[mode].layer == LANDLOCK:
         assert "listed 0 entries of /; saw other processes &#91;&#93;;" in probe
         assert "open EACCES" in probe
-    else:
+    else:  # the processes it may see: its own sandbox's bubblewrap (pid 1 there), no other
         assert "saw other processes &#91;'bwrap'&#93;;" in probe

@@ -164,7 +164,7 @@ def test_the_landlocked_worker_is_stopped_past_the_boxs_bound_and_its_files_go_w
         landlocked_unmounted: SandboxUser, size: int) -> None:
     with StudentRunner(PROBE, sandbox=landlocked_unmounted,
                        limits=Limits(call_timeout_s=60.0)) as runner:
-        assert runner.protections.mode == modes.ROOT_REFUSED.name
+        assert runner.protections.mode == modes.ROOT_NO_BUBBLEWRAP.name
         assert not runner.protections.box_mount
         assert runner.protections.description.endswith(f"; {WATCHED}")
         assert runner.call("mkdir").value == "EACCES"  # a flat box: one watch sees it all

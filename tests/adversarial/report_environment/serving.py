@@ -319,6 +319,7 @@ import os  # noqa: E402
 ENVIRONMENT = repr((os.environ.get("HOME"), os.environ.get("TMPDIR"), os.getcwd(),
                     os.getuid(), os.getgid(), os.uname().nodename))
 DIGEST = hashlib.sha256(ENVIRONMENT.encode()).digest()
+print("environment:", ENVIRONMENT)  # the evidence, in results.json's output
 
 FUNCTIONS = ("serve", "erlang_c", "queueing_latency", "batching_tax", "transformer_state_gb",
              "cache_capacity", "cold_start_latency", "quantity_to_float",
