@@ -13,10 +13,13 @@ do: the kernel gives it to another thread, and Python handles it at once).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 #: The signals that interrupt a grading.
 INTERRUPTING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT")
@@ -77,6 +80,11 @@ class _Interrupt:
     def __init__(self, received: Interruption) -> None:
         self.received = received
         self.deferring = 0
+        self.previous_hook = sys.unraisablehook
+        #: Whether its block still runs (a signal sent again after it would kill).
+        self.active = True
+        #: The signal of an interrupt Python could not propagate (0: none).
+        self.swallowed = 0
 
     def __call__(self, number: int, frame: FrameType | None) -> None:
         for each in INTERRUPTING:  # later signals are ignored: the clean-up must finish
@@ -88,6 +96,24 @@ class _Interrupt:
     def raise_pending(self) -> None:
         if not self.deferring and self.received.signal_number is not None:
             raise GradingInterrupted(self.received.signal_number)
+
+    def unraisable(self, unraisable: Any) -> None:
+        """``sys.unraisablehook`` within the block: an interrupt raised where Python cannot
+        propagate it (a weakref callback, such as importlib's, or a ``__del__``) is raised
+        again, by the same signal, at the main thread's next chance; anything else goes to
+        the previous hook."""
+        error = unraisable.exc_value
+        if isinstance(error, GradingInterrupted) and \
+                threading.current_thread() is threading.main_thread():
+            self.swallowed = error.signal_number
+            signal.signal(error.signal_number, self)  # sent from a thread: handled after
+            threading.Timer(0.001, self._again, (error.signal_number,)).start()  # this hook
+        else:
+            self.previous_hook(unraisable)
+
+    def _again(self, number: int) -> None:
+        if self.active:
+            os.kill(os.getpid(), number)
 
 
 class _Held:
@@ -138,13 +164,18 @@ def interruptible() -> Iterator[Interruption]:
     handler = _Interrupt(received)
     for number in INTERRUPTING:
         signal.signal(number, handler)
+    sys.unraisablehook = handler.unraisable
     held = [before.signal_number for before in previous.values()
             if isinstance(before, _Held) and before.signal_number is not None]
     try:
         if held:
             handler(held[0], None)  # raises it, and ignores any later signal
         yield received
+        if handler.swallowed:  # not raised again before the block ended: now, then
+            raise GradingInterrupted(handler.swallowed)
     finally:
+        handler.active = False
+        sys.unraisablehook = handler.previous_hook
         for number, before in previous.items():
             signal.signal(number, before if before is not None else signal.SIG_DFL)
 

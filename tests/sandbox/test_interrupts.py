@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
+import time
+import weakref
 
 import pytest
 
@@ -82,3 +85,46 @@ def test_outside_a_grading_deferring_changes_nothing() -> None:
 def test_a_plain_keyboard_interrupt_is_sigint() -> None:
     assert interrupted_by(KeyboardInterrupt()) == "SIGINT"
     assert interrupted_by(GradingInterrupted(signal.SIGTERM)) == "SIGTERM"
+
+
+class Collected:
+    """An object whose collection runs a weakref callback."""
+
+
+def collected_with_a_signal(number: int, steps: list[str], *, wait_s: float) -> None:
+    """Collect an object whose weakref callback receives signal ``number`` (so its handler
+    raises inside the callback, where Python only prints the exception, as it does in
+    importlib's), then wait up to ``wait_s``."""
+    def callback(_: object) -> None:
+        os.kill(os.getpid(), number)
+        steps.append("in the callback")  # the handler has run by now, and raised here
+
+    thing = Collected()
+    reference = weakref.ref(thing, callback)
+    del thing
+    assert reference() is None
+    steps.append("after the collection")
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:  # raised again within milliseconds, in here
+        time.sleep(0.001)
+    steps.append("waited")
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_raised_where_python_cannot_propagate_it_is_raised_again(
+        number: int, capsys: pytest.CaptureFixture[str]) -> None:
+    steps: list[str] = []
+    hook = sys.unraisablehook
+    with pytest.raises(GradingInterrupted) as raised, interruptible():
+        collected_with_a_signal(number, steps, wait_s=10.0)
+    assert raised.value.signal_number == number
+    assert steps == ["after the collection"]
+    assert "Exception ignored" not in capsys.readouterr().err
+    assert sys.unraisablehook is hook  # restored after the block
+
+
+def test_an_interrupt_python_could_not_propagate_is_raised_as_its_block_ends() -> None:
+    steps: list[str] = []
+    with pytest.raises(GradingInterrupted, match="SIGTERM"), interruptible():
+        collected_with_a_signal(signal.SIGTERM, steps, wait_s=0.0)
+    assert steps == ["after the collection", "waited"]  # it ended before the signal came again
