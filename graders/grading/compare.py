@@ -88,6 +88,14 @@ def _compare_real(field: str, expected: float, actual: Any, tol: Tolerance) -> D
                       abs_error, rel_error)
 
 
+def differs(expected: Any, actual: Any, tol: Tolerance) -> bool:
+    """Whether :func:`compare` finds a difference (two finite floats without building one)."""
+    if type(expected) is float and type(actual) is float and math.isfinite(expected) \
+            and math.isfinite(actual):
+        return abs(actual - expected) > max(tol.rel * max(abs(actual), abs(expected)), tol.abs)
+    return bool(compare(expected, actual, tol))
+
+
 def compare(expected: Any, actual: Any, tol: Tolerance, field: str = "value") -> list[Difference]:
     """Every difference between ``expected`` (reference data) and ``actual`` (student data)."""
     if isinstance(expected, bool):

@@ -103,26 +103,44 @@ def is_trivial(expected: Any, inputs: Iterable[Any]) -> bool:
     return all(_trivial_leaf(leaf, scalars) for leaf in _leaves(expected))
 
 
+def nontrivial_fields(expected: Any, inputs: Iterable[Any]) -> list[tuple[tuple[str, Any], Any]]:
+    """The fields of ``expected`` (a dict's fields, a list's items, else the value itself)
+    that a function computing nothing could not give for ``inputs``: (where, value) pairs,
+    ``where`` for :func:`field_of`."""
+    scalars: set[Any] = set()
+    for value in inputs:
+        scalars |= input_scalars(value)
+    if isinstance(expected, Mapping):
+        parts: list[tuple[Any, Any]] = [((_FIELD, name), expected[name]) for name in expected]
+    elif isinstance(expected, list | tuple):
+        parts = [((_ITEM, index), item) for index, item in enumerate(expected)]
+    else:
+        parts = [((_WHOLE, None), expected)]
+    return [(where, wanted) for where, wanted in parts
+            if not all(_trivial_leaf(leaf, scalars) for leaf in _leaves(wanted))]
+
+
+_FIELD, _ITEM, _WHOLE = "field", "item", "whole"
+
+
+def field_of(answer: Any, where: tuple[str, Any]) -> Any:
+    """The field of ``answer`` at ``where`` (see :func:`nontrivial_fields`); None when the
+    answer has no such field."""
+    kind, key = where
+    if kind == _FIELD:
+        return answer.get(key) if isinstance(answer, Mapping) else None
+    if kind == _ITEM:
+        return answer[key] if isinstance(answer, list | tuple) and key < len(answer) else None
+    return answer
+
+
 def nontrivial_matches(expected: Any, answer: Any, inputs: Iterable[Any],
                        same: Callable[[Any, Any], bool]) -> int:
     """How many non-trivial values of ``expected`` the answer gets right, field by field
     (a dict's fields, a list's items): evidence of a real computation even in a case
     whose other fields are wrong."""
-    scalars: set[Any] = set()
-    for value in inputs:
-        scalars |= input_scalars(value)
-    if isinstance(expected, Mapping):
-        parts = [(expected[name], answer.get(name) if isinstance(answer, Mapping) else None)
-                 for name in expected]
-    elif isinstance(expected, list | tuple):
-        given = list(answer) if isinstance(answer, list | tuple) else []
-        parts = [(item, given[index] if index < len(given) else None)
-                 for index, item in enumerate(expected)]
-    else:
-        parts = [(expected, answer)]
-    return sum(1 for wanted, got in parts
-               if not all(_trivial_leaf(leaf, scalars) for leaf in _leaves(wanted))
-               and same(wanted, got))
+    return sum(1 for where, wanted in nontrivial_fields(expected, inputs)
+               if same(wanted, field_of(answer, where)))
 
 
 def answer_key(value: Any) -> str:

@@ -30,8 +30,8 @@ from fractions import Fraction
 from typing import Any
 
 from graders.grading.cases import Case
-from graders.grading.compare import Tolerance, compare
-from graders.grading.credit import nontrivial_matches
+from graders.grading.compare import Tolerance, differs
+from graders.grading.credit import field_of, nontrivial_fields
 from graders.identity import IdentityMemo
 from graders.sandbox.wire import encode_argument
 
@@ -159,15 +159,18 @@ def inputs_key(case: Case) -> str:
 Moves = Callable[[Case, Case], bool]
 
 
-def moves_answer(source: Any, twin: Any, twin_inputs: Iterable[Any],
+def moves_answer(sources: Iterable[Any], twin: Any, twin_inputs: Iterable[Any],
                  tolerance: Tolerance) -> bool:
-    """Whether a twin's expected value ``twin`` moved from its visible case's ``source``:
-    some field (an item of a tuple) of it differs beyond ``tolerance`` and holds a value
-    that computing nothing cannot give (not None, a flag, 0, 1, an infinity, nor an echo
-    of one of ``twin_inputs``). A twin that moves only echoes of its inputs, flags or
-    inputs its answer does not depend on is passed by a copy of the visible answer."""
-    return nontrivial_matches(twin, source, twin_inputs,
-                              lambda wanted, given: bool(compare(wanted, given, tolerance))) > 0
+    """Whether a twin's expected value ``twin`` moved from each of ``sources`` (the expected
+    values of its visible case and of the other visible cases of its function and track):
+    some field (an item of a tuple) of it differs beyond ``tolerance`` from the source's
+    and holds a value that computing nothing cannot give (not None, a flag, 0, 1, an
+    infinity, nor an echo of one of ``twin_inputs``). A twin that moves only echoes of its
+    inputs, flags or inputs its answer does not depend on is passed by a copy of a visible
+    answer."""
+    fields = nontrivial_fields(twin, twin_inputs)  # the twin's own: worked out once
+    return all(any(differs(wanted, field_of(source, where), tolerance)
+                   for where, wanted in fields) for source in sources)
 
 
 @dataclass

@@ -382,12 +382,11 @@ class GradingSession:
         ``template``, the visible case it was drawn from, nor of any other visible case of
         its function and track (a copy of the visible answers answers with one of them;
         :func:`graders.grading.unseen.moves_answer`)."""
-        expected = self.expected_value(twin)
-        inputs = [*twin.args, *twin.kwargs.values()]
-        return all(moves_answer(self.expected_value(case), expected, inputs,
-                                self.settings.tolerance)
-                   for case in [template, *self._visible_cases(twin.function)]
-                   if case.track_id == twin.track_id)
+        return moves_answer((self.expected_value(case) for case in
+                             [template, *self._visible_cases(twin.function)]
+                             if case.track_id == twin.track_id),
+                            self.expected_value(twin), [*twin.args, *twin.kwargs.values()],
+                            self.settings.tolerance)
 
     def _templates(self, function: str) -> tuple[list[Case], list[Case]]:
         """The visible cases whose twins are the unseen inputs: the non-trivial ones the

@@ -16,6 +16,7 @@ from graders.grading.compare import (
     Difference,
     Tolerance,
     compare,
+    differs,
     type_name,
 )
 
@@ -374,3 +375,25 @@ def test_an_expected_value_of_an_unknown_kind_is_a_grader_error() -> None:
 def test_type_name_gives_a_readers_name_for_plain_values_and_tags(value: Any,
                                                                   name: str) -> None:
     assert type_name(value) == name
+
+
+ANY_VALUE = st.one_of(st.floats(allow_nan=True), st.integers(), st.booleans(), st.none(),
+                      st.text(max_size=3), st.lists(st.floats(), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(expected=ANY_VALUE, actual=ANY_VALUE,
+       rel=st.sampled_from([0.0, 1e-9, 1e-6, 0.01]), absolute=st.sampled_from([0.0, 1e-9, 1.0]))
+def test_differs_agrees_with_compare_whatever_the_values(
+        expected: Any, actual: Any, rel: float, absolute: float) -> None:
+    tol = Tolerance(rel=rel, abs=absolute)
+    assert differs(expected, actual, tol) is bool(compare(expected, actual, tol))
+
+
+@settings(max_examples=300, deadline=None)
+@given(expected=st.floats(allow_nan=False, allow_infinity=False),
+       factor=st.floats(0.999, 1.001))
+def test_differs_agrees_with_compare_near_the_tolerance(expected: float, factor: float) -> None:
+    tol = Tolerance(rel=1e-4, abs=1e-9)
+    assert differs(expected, expected * factor, tol) is bool(compare(expected, expected * factor,
+                                                                     tol))

@@ -176,23 +176,28 @@ TOLERANCE = Tolerance()
 
 
 def reference_moves(template: Case, twin: Case) -> bool:
-    return moves_answer(reference_expected(template), reference_expected(twin),
+    return moves_answer([reference_expected(template)], reference_expected(twin),
                         [*twin.args, *twin.kwargs.values()], TOLERANCE)
 
 
 def test_a_twin_moves_the_answer_only_through_a_value_a_copy_cannot_give() -> None:
     source = {"total_ms": 672.0, "throughput_rps": 380.95, "passes": 8}
     inputs = (300, 40)
-    assert moves_answer(source, {**source, "total_ms": 700.0}, inputs, TOLERANCE)
-    assert not moves_answer(source, dict(source), inputs, TOLERANCE)
+    assert moves_answer([source], {**source, "total_ms": 700.0}, inputs, TOLERANCE)
+    assert not moves_answer([source], dict(source), inputs, TOLERANCE)
     # within the tolerance is the same answer
-    assert not moves_answer(source, {**source, "total_ms": 672.0 * (1 + 1e-8)}, inputs,
+    assert not moves_answer([source], {**source, "total_ms": 672.0 * (1 + 1e-8)}, inputs,
                             TOLERANCE)
     # a field that echoes a moved input, a flag or a 0 or 1 moves nothing a copy cannot move
-    assert not moves_answer({"context_tokens": 256, "oom": False, "weight_gb": 7.0},
+    assert not moves_answer([{"context_tokens": 256, "oom": False, "weight_gb": 7.0}],
                             {"context_tokens": 300, "oom": True, "weight_gb": 7.0},
                             (300,), TOLERANCE)
-    assert moves_answer([50.0, 0.5], [40.0, 0.5], (10.0, 20.0, 1), TOLERANCE)
+    assert moves_answer([[50.0, 0.5]], [40.0, 0.5], (10.0, 20.0, 1), TOLERANCE)
+    # every source: a twin that moves from its own case but not from another visible case's
+    # answer is a copy's to pass
+    assert not moves_answer([[50.0, 0.5], [40.0, 0.5]], [40.0, 0.5], (10.0, 20.0, 1),
+                            TOLERANCE)
+    assert moves_answer([], [40.0, 0.5], (10.0, 20.0, 1), TOLERANCE)  # nothing to copy
 
 
 def test_every_twin_moves_the_answer_of_the_case_it_was_drawn_from() -> None:
