@@ -47,8 +47,13 @@ class Protections:
     """Which protections the student's worker runs under, and a line that says so."""
 
     privilege_drop: bool
+    #: No IP network: bubblewrap's network namespace, or the syscall filter's refusal of
+    #: every socket but AF_UNIX.
     network_isolation: bool
+    #: All the worker can write is bounded in total: bubblewrap's tmpfs, or under Landlock
+    #: the box (a tmpfs of its own, or the grader's watch).
     disk_bound: bool
+    #: IPC objects in namespaces of the worker's own (bubblewrap).
     ipc_isolation: bool
     description: str
     #: "hardened" (Linux: FIFO output, rlimits, the /proc sweep, the privilege drop as
@@ -111,6 +116,8 @@ def protections_for(sandbox: SandboxUser | None) -> Protections:
     layers = tuple(layer for layer in mode.layers if missing.get(layer) is None)
     return dataclasses.replace(
         confinement, syscall_filter=missing[modes.FILTER] is None, landlock=abi,
+        network_isolation=confinement.network_isolation or missing[modes.FILTER] is None,
+        disk_bound=confinement.disk_bound or abi > 0,
         mode=mode.name, layers=layers,
         description=f"{mode.name} ({', '.join(layers) or 'no layer'}): "
                     f"{'; '.join([confinement.description, *clauses])}")

@@ -239,9 +239,10 @@ def confined(landlocked: SandboxUser) -> Iterator[StudentRunner]:
 def test_without_root_no_confinement_is_claimed_only_the_syscall_filter() -> None:
     protections = protections_for(None)
     row = modes.ROOT_ALONE if os.geteuid() == 0 else modes.USER_REFUSED
-    assert protections == Protections(False, False, False, False, protections.description,
-                                      syscall_filter=syscall_filter.unavailable() is None,
-                                      mode=row.name, layers=protections.layers)
+    filtered = syscall_filter.unavailable() is None  # the filter refuses IP sockets
+    assert protections == Protections(False, filtered, False, False, protections.description,
+                                      syscall_filter=filtered, mode=row.name,
+                                      layers=protections.layers)
     assert set(protections.layers) <= set(row.layers)
     assert "the student's code runs as this user" in protections.description
     assert protections.as_dict()["privilege_drop"] is False
@@ -262,7 +263,8 @@ def test_without_bubblewrap_root_claims_landlock_the_filter_and_the_drop(
     protections = confined.protections
     mounted = protections.box_mount
     assert protections == Protections(
-        True, False, False, False, protections.description, syscall_filter=True,
+        # no IP socket (the filter), and all it writes is its bounded box (Landlock)
+        True, True, True, False, protections.description, syscall_filter=True,
         landlock=landlock.abi_version(), mode=modes.ROOT_NO_BUBBLEWRAP.name,
         layers=modes.ROOT_NO_BUBBLEWRAP.layers, box_mount=mounted)
     assert protections.confined
