@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -83,10 +84,17 @@ class _Interrupt:
         self.previous_hook = sys.unraisablehook
         #: Whether its block still runs (a signal sent again after it would kill).
         self.active = True
-        #: The signal of an interrupt Python could not propagate (0: none).
+        #: The signal of an interrupt Python could not propagate (0: none), sent again
+        #: every millisecond until it is raised where it propagates.
         self.swallowed = 0
+        #: Whether :meth:`unraisable` runs (a signal raised in it would be swallowed too).
+        self.in_hook = False
+        self.lock = threading.Lock()
 
     def __call__(self, number: int, frame: FrameType | None) -> None:
+        if self.in_hook:  # raised in the hook it would be lost: it is sent again
+            return
+        self.swallowed = 0
         for each in INTERRUPTING:  # later signals are ignored: the clean-up must finish
             signal.signal(each, signal.SIG_IGN)
         self.received.signal_number = number
@@ -105,15 +113,27 @@ class _Interrupt:
         error = unraisable.exc_value
         if isinstance(error, GradingInterrupted) and \
                 threading.current_thread() is threading.main_thread():
-            self.swallowed = error.signal_number
-            signal.signal(error.signal_number, self)  # sent from a thread: handled after
-            threading.Timer(0.001, self._again, (error.signal_number,)).start()  # this hook
+            self.in_hook = True
+            try:
+                signal.signal(error.signal_number, self)
+                sending, self.swallowed = bool(self.swallowed), error.signal_number
+                if not sending:  # set first: the thread ends once it reads 0
+                    threading.Thread(target=self._again, args=(error.signal_number,),
+                                     daemon=True, name="serving-grader-interrupt").start()
+            finally:
+                self.in_hook = False
         else:
             self.previous_hook(unraisable)
 
     def _again(self, number: int) -> None:
-        if self.active:
-            os.kill(os.getpid(), number)
+        """Send ``number`` again every millisecond while the interrupt is swallowed and
+        the block runs (checked and sent under the lock the block's end takes)."""
+        while True:
+            time.sleep(0.001)
+            with self.lock:
+                if not (self.active and self.swallowed):
+                    return
+                os.kill(os.getpid(), number)
 
 
 class _Held:
@@ -174,7 +194,8 @@ def interruptible() -> Iterator[Interruption]:
         if handler.swallowed:  # not raised again before the block ended: now, then
             raise GradingInterrupted(handler.swallowed)
     finally:
-        handler.active = False
+        with handler.lock:
+            handler.active = False
         sys.unraisablehook = handler.previous_hook
         for number, before in previous.items():
             signal.signal(number, before if before is not None else signal.SIG_DFL)

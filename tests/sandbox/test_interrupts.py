@@ -128,3 +128,30 @@ def test_an_interrupt_python_could_not_propagate_is_raised_as_its_block_ends() -
     with pytest.raises(GradingInterrupted, match="SIGTERM"), interruptible():
         collected_with_a_signal(signal.SIGTERM, steps, wait_s=0.0)
     assert steps == ["after the collection", "waited"]  # it ended before the signal came again
+
+
+def test_an_interrupt_swallowed_while_another_thread_runs_is_still_raised_in_its_block(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # another thread holding the interpreter (as the grader's watches do) delays the main
+    # thread: the interrupt must still be sent again until it is raised in the block
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            pass
+
+    contender = threading.Thread(target=busy, daemon=True)
+    contender.start()
+    late = []
+    try:
+        for attempt in range(100):
+            steps: list[str] = []
+            with pytest.raises(GradingInterrupted), interruptible():
+                collected_with_a_signal(signal.SIGTERM, steps, wait_s=10.0)
+            if steps != ["after the collection"]:
+                late.append(attempt)
+    finally:
+        stop.set()
+        contender.join()
+    assert late == []
+    assert "Exception ignored" not in capsys.readouterr().err
