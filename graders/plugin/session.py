@@ -49,7 +49,7 @@ from graders.results.reports import (
     validated_results,
     write_json_atomically,
 )
-from graders.sandbox.confinement import UNCONFINED_WARNING
+from graders.sandbox.confinement import unconfined_warning
 from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
 from graders.sandbox.privileges import (
@@ -198,7 +198,7 @@ class GradingSession:
             runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox)
             runner.start()
             if not runner.protections.confined:  # one line, whatever the verbosity
-                sys.stderr.write(f"graders: warning: {UNCONFINED_WARNING}\n")
+                sys.stderr.write(f"graders: warning: {unconfined_warning(runner.protections)}\n")
             registry(runner.grader_definitions)  # parsed once, not at every grading
             tracks = oracle.bind(load_tracks())
         except BaseException:

@@ -68,6 +68,7 @@ class BoxWatch:
     def empty(self) -> None:
         """Remove every entry of the box but ``keep`` (its worker is gone)."""
         with self._lock:
+            os.fchmod(self._folder, 0o700)  # as made: a worker of the grader's uid may chmod it
             problems = [line for entry in os.scandir(self.box) if entry.name != self._keep
                         for line in remove_tree(entry.path)]
             self._look(None)
@@ -87,9 +88,13 @@ class BoxWatch:
         wait_ms = 1000 * (RESCAN_S if self._events is not None else POLL_S)
         while self._wake[0] not in (ready := {fd for fd, _ in poller.poll(wait_ms)}):
             names = self._read_events(self._events) if self._events in ready else None
-            with contextlib.suppress(OSError), self._lock:
-                self._look(names)
-                self._stop_if_full()
+            with self._lock:
+                try:
+                    self._look(names)
+                except OSError as error:  # a box it cannot read (chmod 0) is not bounded
+                    self._stop(f"its box could not be read ({error.strerror})")
+                else:
+                    self._stop_if_full()
         for fd in (self._folder, self._wake[0], self._events):
             if fd is not None:
                 os.close(fd)
@@ -131,10 +136,14 @@ class BoxWatch:
         """SIGKILL the worker followed once the box holds too much (under the lock)."""
         over = (f"{self.max_bytes // 1024**2} MiB" if self.total > self.max_bytes else
                 f"{self.max_entries} files" if len(self._sizes) > self.max_entries else None)
-        if over is not None and self._worker is not None:
-            self._worker.stop_reason = (
-                f"its box held more than {over} (the box's bound: "
-                f"{self.max_bytes // 1024**2} MiB and {self.max_entries} files in all)")
+        if over is not None:
+            self._stop(f"its box held more than {over} (the box's bound: "
+                       f"{self.max_bytes // 1024**2} MiB and {self.max_entries} files in all)")
+
+    def _stop(self, reason: str) -> None:
+        """SIGKILL the worker followed, saying ``reason`` (under the lock)."""
+        if self._worker is not None:
+            self._worker.stop_reason = reason
             with contextlib.suppress(OSError):  # not reaped yet: the runner stops it first
                 os.kill(self._worker.process.pid, signal.SIGKILL)
             self._worker = None

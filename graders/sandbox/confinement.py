@@ -170,13 +170,16 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
                        + (f", in {box}" if mounted else ""), box_mount=mounted), mode
 
 
-#: The one line ``graders grade`` prints when the worker runs unconfined.
-UNCONFINED_WARNING = ("the student's code runs without confinement (no namespaces here): it "
-                      "can read and write this user's files and reach the network; see "
-                      "extra_data.protections in the results")
 #: A uid and gid that stand for any sandbox user when asking whether workers can be
 #: confined before a user is claimed (nobody's, on Debian and most systems).
 ANY_SANDBOX_ID = 65534
+
+
+def unconfined_warning(protections: Protections) -> str:
+    """The one line ``graders grade`` prints when the worker runs unconfined."""
+    reach = "" if protections.network_isolation else " and reach the network"
+    return ("the student's code runs without confinement (no namespaces here): it can read "
+            f"and write this user's files{reach}; see extra_data.protections in the results")
 
 
 def confinement_gap(as_root: bool) -> str | None:
@@ -315,8 +318,8 @@ def portable_protections(found: platform_support.Capabilities) -> Protections:
         False, False, False, False,
         f"portable runner ({found.why_portable()}): the student's code runs as this user in "
         "a separate process whose process tree is killed at each call's deadline, with "
-        f"bounded output and time; {limits}; no privilege drop, /proc sweep, network, disk "
-        "or IPC confinement",
+        f"bounded output and time; {limits}; no privilege drop, /proc sweep, "
+        f"{'' if syscall_filter.unavailable() is None else 'network, '}disk or IPC confinement",
         runner="portable", rlimits=found.rlimits, process_sweep=False)
 
 

@@ -432,6 +432,7 @@ class StudentRunner:
         """Write the submitted file into the box again, for the next worker: an earlier one
         may have rewritten it, or left a link there (removed, never followed)."""
         path = self._box / SUBMISSION_NAME
+        self._box.chmod(0o700)  # as made: a worker of the grader's own uid may have changed it
         report_problems(remove_tree(path))
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         with os.fdopen(os.open(path, flags, 0o600), "wb") as handle:

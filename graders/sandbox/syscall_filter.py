@@ -136,6 +136,9 @@ RULES: tuple[Rule, ...] = (
          Arg(0, "not in", PERSONALITIES)),
     Rule("ioctl", 16, 29, EPERM, "types into the terminal (TIOCSTI) or drives the console",
          Arg(1, "in", (TIOCSTI, TIOCLINUX))),
+    # disk the file-size limit does not see (KEEP_SIZE, and the other modes): mode 0 passes
+    Rule("fallocate", 285, 47, errno.EOPNOTSUPP, "disk past RLIMIT_FSIZE and the box's watch "
+         "(FALLOC_FL_KEEP_SIZE)", Arg(1, "not in", (0,))),
     # the machine's own state: root's, refused too where the worker is root (runner tests)
     Rule("kexec_load", 246, 104, EPERM, "replaces the running kernel"),
     Rule("kexec_file_load", 320, 294, EPERM, "replaces the running kernel"),

@@ -177,3 +177,25 @@ def test_the_landlocked_worker_is_stopped_past_the_boxs_bound_and_its_files_go_w
         assert runner.call("entries").value == ["serving.py"]  # a fresh worker, emptied box
         box = runner.root / "box"
     assert not box.exists()
+
+
+def test_a_box_the_grader_cannot_read_stops_the_worker(
+        watch: BoxWatch, worker: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as an ordinary user the worker has the grader's uid and may chmod its box to 0: a box
+    # the watch cannot read is not bounded, so the worker is stopped (fail closed)
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    watch.follow(worker)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "lstat", refused)
+    monkeypatch.setattr(os, "scandir", refused)
+    (watch.box / "unseen").write_bytes(b"x")
+    assert stopped(worker) == "its box could not be read (Permission denied)"
+
+
+def test_emptying_restores_the_boxs_mode_first(watch: BoxWatch) -> None:
+    (watch.box / "left").write_bytes(b"x")
+    watch.box.chmod(0)
+    watch.empty()
+    assert watch.box.stat().st_mode & 0o777 == 0o700
+    assert sorted(path.name for path in watch.box.iterdir()) == ["serving.py"]

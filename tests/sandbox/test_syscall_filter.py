@@ -109,7 +109,8 @@ def test_every_row_gives_a_one_line_reason_and_a_known_errno() -> None:
         assert rule.reason, rule.name
         assert "\n" not in rule.reason, rule.name
         assert len(rule.reason) <= 80, rule.name
-        assert rule.error in (errno.EPERM, errno.ENOSYS, errno.EAFNOSUPPORT), rule.name
+        assert rule.error in (errno.EPERM, errno.ENOSYS, errno.EAFNOSUPPORT, errno.EOPNOTSUPP), \
+            rule.name
 
 
 def test_the_table_refuses_at_least_what_the_issue_names() -> None:
@@ -275,6 +276,13 @@ TRIES = textwrap.dedent("""
             found[family] = "ok"
         except OSError as error:
             found[family] = errno.errorcode[error.errno]
+    # a file of its own, unlinked at once: KEEP_SIZE allocates past RLIMIT_FSIZE, mode 0 not
+    import tempfile
+    with tempfile.TemporaryFile() as scratch:
+        for label, mode in (("fallocate(KEEP_SIZE)", 1), ("fallocate", 0)):
+            call_result = libc.fallocate(scratch.fileno(), ctypes.c_int(mode),
+                                         ctypes.c_long(0), ctypes.c_long(4096))
+            found[label] = outcome(call_result)
     # what an honest worker needs
     left, right = socket.socketpair()
     left.sendall(b"ping")
@@ -313,10 +321,11 @@ REFUSED = {"keyctl": "EPERM", "add_key": "EPERM", "request_key": "EPERM", "unsha
            "umount2": "EPERM", "fsopen": "EPERM", "shmget": "EPERM", "msgget": "EPERM",
            "semget": "EPERM", "ptrace": "EPERM", "bpf": "EPERM", "perf_event_open": "EPERM",
            "io_uring_setup": "EPERM", "personality": "EPERM",
+           "fallocate(KEEP_SIZE)": errno.errorcode[errno.EOPNOTSUPP],  # ENOTSUP, the same
            "AF_INET": "EAFNOSUPPORT", "AF_INET6": "EAFNOSUPPORT", "AF_NETLINK": "EAFNOSUPPORT"}
 #: What an honest worker needs, working.
 HONEST = {"AF_UNIX socketpair": "ping", "thread": "ok", "fork and exec": "ok", "fork": 7,
-          "urandom": 40, "mmap": "page", "personality query": "ok"}
+          "urandom": 40, "mmap": "page", "personality query": "ok", "fallocate": "ok"}
 
 
 def tried(mode: str) -> dict[str, object]:
@@ -365,6 +374,7 @@ def test_without_the_filter_the_same_calls_are_not_refused_so() -> None:
     assert bare["shmget"] == bare["msgget"] == bare["semget"] == "ENOENT"
     assert bare["mount"] == bare["umount2"] == "ENOENT"
     assert bare["clone3"] != "ENOSYS"
+    assert bare["fallocate(KEEP_SIZE)"] == "ok"
     assert bare["ptrace"] != "EPERM"
     assert {key: bare[key] for key in HONEST} == HONEST
 
