@@ -677,12 +677,17 @@ def cache_folder() -> Path | None:
             return None
         if uid is not None and stat.S_IMODE(info.st_mode) != 0o755:
             folder.chmod(0o755)
-        if uid == 0 and not _enterable_by_others(folder):
+        if uid == 0 and not traversable_by_others(folder):
             return None
     except OSError:
         return None
     return folder
 
 
-def _enterable_by_others(folder: Path) -> bool:
-    return all(path.stat().st_mode & stat.S_IXOTH for path in [folder, *folder.parents])
+def traversable_by_others(path: Path) -> bool:
+    """Whether a user with no ownership or group rights can pass through ``path``."""
+    try:
+        return all(folder.stat().st_mode & stat.S_IXOTH
+                   for folder in [path.resolve(), *path.resolve().parents])
+    except OSError:
+        return False

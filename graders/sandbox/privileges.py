@@ -38,6 +38,7 @@ from graders.sandbox.cleanup import (
     report_problems,
     sweep_user,
 )
+from graders.sandbox.cleanup import traversable_by_others as traversable_by_others  # re-exported
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
 from graders.sandbox.platforms import running_as_root as running_as_root  # re-exported
 from graders.sandbox.runtime import publish_folder
@@ -338,24 +339,11 @@ def grading_parent(sandbox: SandboxUser | None) -> Path | None:
                        "one that is, such as /tmp")
 
 
-def traversable_by_others(path: Path) -> bool:
-    """Whether a user with no ownership or group rights can pass through ``path``."""
-    try:
-        return all(folder.stat().st_mode & stat.S_IXOTH
-                   for folder in [path.resolve(), *path.resolve().parents])
-    except OSError:
-        return False
-
-
 def reachable_by_others(path: Path, *, execute: bool = False) -> bool:
     """Whether a user with no ownership or group rights can read (and execute) ``path``."""
     path = path.resolve()
-    for folder in reversed(path.parents):
-        if not folder.stat().st_mode & stat.S_IXOTH:
-            return False
-    mode = path.stat().st_mode
     need = stat.S_IROTH | (stat.S_IXOTH if execute or path.is_dir() else 0)
-    return mode & need == need
+    return traversable_by_others(path.parent) and path.stat().st_mode & need == need
 
 
 def worker_python() -> WorkerPython:

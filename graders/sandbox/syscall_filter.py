@@ -231,23 +231,26 @@ def _argument_test(rule: Rule, when: Arg) -> list[bytes]:
     count = len(when.values)
     if when.test == "any":
         return [load, instruction(JSET, when.values[0], 0, 1), refuse, allow]
-    if when.test == "not in":  # each match jumps to allow, past the refusal
-        return [load, *(instruction(JEQ, value, count - i, 0)
-                        for i, value in enumerate(when.values)), refuse, allow]
-    if when.test == "in":  # each match jumps to the refusal, past allow
-        return [load, *(instruction(JEQ, value, count - i, 0)
-                        for i, value in enumerate(when.values)), allow, refuse]
+    if when.test in ("in", "not in"):  # each match jumps to the last return, past the other
+        matches = [instruction(JEQ, value, count - i, 0) for i, value in enumerate(when.values)]
+        return [load, *matches, *((allow, refuse) if when.test == "in" else (refuse, allow))]
     raise ValueError(f"unknown argument test {when.test!r} in the rule for {rule.name}")
 
 
-def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> bytes:
-    """The filter for ``architecture``: a foreign ABI is killed, each rule's call refused
-    with its errno (when its argument test holds), everything else allowed."""
+def _prologue(architecture: Architecture) -> list[bytes]:
+    """Kill a call from a foreign ABI, then load the call's number."""
     kill = instruction(RETURN, SECCOMP_RET_KILL_PROCESS)
     code = [instruction(LOAD, ARCH), instruction(JEQ, architecture.audit, 1, 0), kill,
             instruction(LOAD, NR)]
     if architecture.foreign_from is not None:
         code += [instruction(JGE, architecture.foreign_from, 0, 1), kill]
+    return code
+
+
+def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> bytes:
+    """The filter for ``architecture``: a foreign ABI is killed, each rule's call refused
+    with its errno (when its argument test holds), everything else allowed."""
+    code = _prologue(architecture)
     for rule in rules:
         number = getattr(rule, architecture.name)
         if rule.when is None:
@@ -266,13 +269,9 @@ def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> byte
 def process_program(architecture: Architecture) -> bytes:
     """The portable runner's second filter: fork, vfork and clone without CLONE_THREAD
     fail with EAGAIN; a foreign ABI is killed; everything else is left to the first."""
-    kill = instruction(RETURN, SECCOMP_RET_KILL_PROCESS)
     refuse = instruction(RETURN, _errno(errno.EAGAIN))
     allow = instruction(RETURN, SECCOMP_RET_ALLOW)
-    code = [instruction(LOAD, ARCH), instruction(JEQ, architecture.audit, 1, 0), kill,
-            instruction(LOAD, NR)]
-    if architecture.foreign_from is not None:
-        code += [instruction(JGE, architecture.foreign_from, 0, 1), kill]
+    code = _prologue(architecture)
     for number in FORKS[architecture.name]:
         code += [instruction(JEQ, number, 0, 1), refuse]
     code += [instruction(JEQ, CLONE[architecture.name], 0, 4), instruction(LOAD, ARGS),
