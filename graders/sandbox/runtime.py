@@ -83,10 +83,8 @@ def _runtime_key() -> str:
     packages = _pint_package().parent
     digest = hashlib.sha256()
     digest.update(sys.version.encode())
-    digest.update(WORKER_SCRIPT.read_bytes())
-    digest.update(FILTER_MODULE.read_bytes())
-    digest.update(LANDLOCK_MODULE.read_bytes())
-    digest.update(Path(__file__).read_bytes())  # how the folder is built
+    for source in (WORKER_SCRIPT, FILTER_MODULE, LANDLOCK_MODULE, Path(__file__)):
+        digest.update(source.read_bytes())  # this file: how the folder is built
     digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
     return digest.hexdigest()[:20]
 

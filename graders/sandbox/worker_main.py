@@ -173,9 +173,7 @@ def plain(value: Any, depth: int = 0, budget: Budget | None = None) -> Any:
     budget = budget or Budget(None)
     budget.spend(1)
     kind = type(value)
-    if value is None or kind is bool:
-        return value
-    if kind is float or kind is int:
+    if value is None or kind is bool or kind is int or kind is float:
         return value
     if kind is str:
         return spent(bounded_text(value), budget)
