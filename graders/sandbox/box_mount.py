@@ -1,8 +1,6 @@
-"""The worker's box as a tmpfs of its own, where the grader may mount (root with
-CAP_SYS_ADMIN): at most :data:`BOX_BYTES` and :data:`BOX_INODES` in total, nosuid, nodev,
-noexec, owned by the sandbox user. It is mounted on the host's box folder before the
-worker starts (bubblewrap binds it as the worker's box; under Landlock it is the box) and
-detached when the runner closes. Where mounting is refused, nothing is mounted."""
+"""The worker's box as a tmpfs of its own (root with CAP_SYS_ADMIN): at most
+:data:`BOX_BYTES` and :data:`BOX_INODES`, nosuid, nodev, noexec, the sandbox user's;
+mounted on the box folder before the worker starts, detached when the runner closes."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""What this system offers the grader: the hardened runner's needs, or a portable one.
-
-The hardened path (a FIFO drained with ``selectors``, rlimits, the ``/proc`` sweep, the
-privilege drop and job-slot locks as root) needs Linux: the POSIX-only modules ``pwd``,
-``grp``, ``fcntl`` and ``resource``, process groups, FIFOs and ``/proc``. Elsewhere
-(Windows, macOS, or any system lacking one of them) the runner takes its portable path:
-still a separate worker process speaking the same JSON protocol, with its pipes read by
-threads, its per-call deadline enforced by killing its whole process tree, and the same
-output bound and time budget.
-
-Nothing here imports a POSIX-only module at import time: :func:`optional_module` tries
-it when asked. :data:`PROC` is read through this module (tests point it elsewhere to
-play a system without ``/proc``).
+"""What this system offers the grader: the hardened runner's needs (Linux: ``pwd``,
+``grp``, ``fcntl``, ``resource``, process groups, FIFOs, ``/proc``), or the portable one.
+No POSIX-only module is imported at import time; tests point :data:`PROC` elsewhere.
 """
 
 from __future__ import annotations
@@ -98,8 +88,7 @@ def effective_uid() -> int | None:
 
 
 def running_as_root() -> bool:
-    """Whether the grader runs as root on a system where that enables the privilege drop
-    (the hardened path's): never on Windows or without ``pwd``/``fcntl``/``/proc``."""
+    """Whether the grader runs as root where that enables the privilege drop (hardened)."""
     return effective_uid() == 0 and capabilities().hardened
 
 
@@ -110,8 +99,7 @@ def owned_by_me(uid: int) -> bool:
 
 
 def new_group_options() -> dict[str, object]:
-    """Popen options that start a worker as the head of a process tree it can be killed
-    with: its own session (POSIX) or a new process group (Windows)."""
+    """Popen options that start a worker at the head of a tree it can be killed with."""
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     return {"start_new_session": True}
