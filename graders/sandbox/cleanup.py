@@ -109,7 +109,8 @@ def remove_tree(path: PathLike) -> list[str]:
         raw = os.fsencode(path)
     except Exception as error:  # a clean-up reports, never raises
         return [f"{path!r}: {_why(error)}"]
-    if not _descriptor_walk():
+    if not (os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd
+            and hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW")):  # Windows
         return _remove_tree_portably(raw)
     try:
         raw = os.path.normpath(raw)
@@ -127,12 +128,6 @@ def remove_tree(path: PathLike) -> list[str]:
     except Exception as error:  # a bug must not cost a grading its results
         problems.add(f"{_display(raw)}: {_why(error)}")
     return problems.as_list()
-
-
-def _descriptor_walk() -> bool:
-    """Whether this system removes trees through folder descriptors (not Windows)."""
-    return (os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd
-            and hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW"))
 
 
 def _remove_tree_portably(raw: bytes) -> list[str]:
