@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TypeAlias
+from typing import TypeAlias
 
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.box_mount import stale_boxes_of, unmount_box
@@ -73,13 +73,11 @@ class Problems:
         return self.kept + more
 
 
-def report_problems(problems: Iterable[str], *, what: str = "clean-up",
-                    stream: IO[str] | None = None) -> None:
-    """Write each problem as one warning line (on stderr by default); never raises."""
+def report_problems(problems: Iterable[str], *, what: str = "clean-up") -> None:
+    """Write each problem as one warning line on stderr; never raises."""
     with contextlib.suppress(Exception):
-        target = stream if stream is not None else sys.stderr
         for problem in problems:
-            target.write(f"graders: warning: {what}: {problem}\n")
+            sys.stderr.write(f"graders: warning: {what}: {problem}\n")
 
 
 def _display(path: bytes) -> str:

@@ -55,18 +55,11 @@ class Capabilities:
 
     def why_portable(self) -> str:
         """Why the hardened runner is not used ("" when it is)."""
-        reasons = []
-        if not self.linux:
-            reasons.append(f"{sys.platform} is not Linux")
-        if self.missing_modules:
-            reasons.append("no " + ", ".join(self.missing_modules) + " module")
-        if not self.proc:
-            reasons.append(f"no {PROC}")
-        if not self.fifo:
-            reasons.append("no FIFOs")
-        if not self.process_groups:
-            reasons.append("no process groups")
-        return "; ".join(reasons)
+        reasons = ((not self.linux, f"{sys.platform} is not Linux"),
+                   (bool(self.missing_modules), f"no {', '.join(self.missing_modules)} module"),
+                   (not self.proc, f"no {PROC}"), (not self.fifo, "no FIFOs"),
+                   (not self.process_groups, "no process groups"))
+        return "; ".join(reason for lacking, reason in reasons if lacking)
 
 
 def capabilities() -> Capabilities:

@@ -145,10 +145,9 @@ def decode(value: Any) -> Any:
     return {k: decode(v) for k, v in value.items()}
 
 
-def plain(value: Any, depth: int = 0, budget: Budget | None = None) -> Any:
+def plain(value: Any, depth: int, budget: Budget) -> Any:
     """Reduce a student value to plain JSON data, reading numbers through their base
     types; ``budget`` stops the work (ReplyTooLarge) past the grader's line limit."""
-    budget = budget or Budget(None)
     budget.spend(1)
     kind = type(value)
     if value is None or kind is bool or kind is int or kind is float:
@@ -205,7 +204,7 @@ def bounded_text(text: str) -> str:
     return f"{text[:MAX_TEXT]}\u2026 [truncated, {len(text)} chars]"
 
 
-def read_fields(result: Any, fields: list[str] | None, budget: Budget | None = None) -> Any:
+def read_fields(result: Any, fields: list[str] | None, budget: Budget) -> Any:
     """Read ``fields`` from a result: by key from a dict, by attribute from an object, or
     by position from a tuple or list of exactly that many items."""
     if fields is None:
