@@ -90,8 +90,7 @@ def library_folders(executable: str, library_path: str) -> tuple[str, ...]:
 
 def interpreter_paths(executable: Path, environment: Mapping[str, str],
                       stdlib: Path, shared_library: Path | None) -> tuple[list[Path], list[Path]]:
-    """What the worker's interpreter needs, read-only (an interpreter copy's folder, whole),
-    and the package folders of its standard library to cover."""
+    """What the worker's interpreter needs, read-only, and the package folders to cover."""
     library_path = environment.get("LD_LIBRARY_PATH", "")
     loaded = [Path(path) for path in library_folders(str(executable), library_path)]
     if library_path:

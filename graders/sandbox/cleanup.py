@@ -169,8 +169,7 @@ def _remove_at(parent_fd: int, name: bytes, shown: bytes, problems: Problems) ->
 
 def _remove_entry(remove: Callable[..., None], folder_fd: int, name: bytes, shown: Shown,
                   problems: Problems) -> bool:
-    """``remove(name, dir_fd=folder_fd)``, opening the folder up once if that is refused;
-    whether the entry is gone."""
+    """``remove(name, dir_fd=folder_fd)``, opening the folder up once; whether it is gone."""
     for attempt in range(2):
         try:
             remove(name, dir_fd=folder_fd)
@@ -388,8 +387,7 @@ GRADINGS_FOLDER = Path("/run/serving-grader-gradings")
 
 
 def shared_folders() -> list[Path]:
-    """The folders swept: :data:`SHARED_WRITABLE`, :data:`GRADINGS_FOLDER` and the temp
-    folder when it is world-writable."""
+    """:data:`SHARED_WRITABLE`, :data:`GRADINGS_FOLDER`, and a world-writable temp folder."""
     folders = [folder for folder in (*SHARED_WRITABLE, GRADINGS_FOLDER) if folder.is_dir()]
     with contextlib.suppress(OSError):
         temp = Path(tempfile.gettempdir())
@@ -560,8 +558,7 @@ def kill_session(process: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:
 
 
 def kill_user(uid: int) -> list[int]:
-    """SIGKILL every live process whose real, effective, saved or file-system uid is
-    ``uid``; return their pids."""
+    """SIGKILL every live process with ``uid`` among its uids; return their pids."""
     def owned(pid: int) -> bool:
         try:
             status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8", errors="replace")
@@ -577,8 +574,7 @@ def kill_user(uid: int) -> list[int]:
 
 
 def kill_marked(marker: str, spare: Collection[int] = ()) -> list[int]:
-    """SIGKILL every process whose working folder or environment contains ``marker``,
-    but the ones in ``spare``."""
+    """SIGKILL every process but ``spare`` whose folder or environment holds ``marker``."""
     needle = marker.encode()
 
     def marked(pid: int) -> bool:

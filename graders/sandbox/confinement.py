@@ -283,8 +283,7 @@ def landlock_paths(python: WorkerPython, folders: Sequence[Path], box: Path
 
 
 def start_options(sandbox: SandboxUser | None, submission_fd: int | None) -> dict[str, Any]:
-    """Popen's options for a worker: the drop to the sandbox user (before bwrap, in
-    bubblewrap), and the descriptor of :func:`bubblewrap_command` passed down."""
+    """Popen's options for a worker: the privilege drop, and its descriptor passed down."""
     drop = _drop_options(sandbox.uid, sandbox.gid, True) if sandbox else {}
     return drop if submission_fd is None else {"pass_fds": (submission_fd,), **drop}
 

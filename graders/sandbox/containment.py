@@ -53,8 +53,7 @@ class ProcessRow:
 
 
 def process_table() -> dict[int, ProcessRow] | None:
-    """Every process, by pid, from ``ps`` (Linux's procps and the BSDs' and macOS's alike);
-    None when ``ps`` is missing or fails."""
+    """Every process, by pid, from ``ps`` (procps, BSD and macOS); None where it fails."""
     ps = shutil.which("ps")
     if ps is None:
         return None
@@ -226,8 +225,7 @@ class ExtendedLimits(ctypes.Structure):
 
 
 def job_limits(memory_bytes: int) -> ExtendedLimits:
-    """The worker's job: ``memory_bytes`` for all its processes together, at most
-    :data:`JOB_PROCESSES` of them at once, every one killed when the job's handle closes."""
+    """``memory_bytes`` in all, :data:`JOB_PROCESSES` at once, every one killed on close."""
     limits = ExtendedLimits()
     basic = limits.BasicLimitInformation
     basic.LimitFlags = (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_JOB_MEMORY

@@ -57,8 +57,7 @@ class Limits:
         return 2 * self.import_timeout_s + self.hang_budget_s + self.call_timeout_s
 
     def worker_limits(self) -> dict[str, int]:
-        """The rlimits the worker applies to itself before importing the submission, and
-        the reply limit it stops building a reply at."""
+        """The rlimits the worker applies to itself, and the reply limit it stops at."""
         return {
             "reply_bytes": self.max_reply_bytes,
             "cpu_s": self.cpu_s if self.cpu_s is not None else _seconds(self.worst_case_s),

@@ -99,8 +99,7 @@ def new_group_options() -> dict[str, object]:
 
 
 def kill_tree(process: subprocess.Popen[bytes]) -> None:
-    """Kill ``process`` and everything it started: its process group on POSIX,
-    ``taskkill /T /F`` on Windows. Never raises."""
+    """Kill ``process`` and everything it started (``taskkill /T /F`` on Windows)."""
     if sys.platform == "win32":
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)],

@@ -122,8 +122,7 @@ class WorkerPython:
 
 
 def protected_folders() -> list[Path]:
-    """The grader's own folders: the reference, the grader with its suite, and the project
-    checkout they were installed from (if any)."""
+    """The grader's own folders: the reference, the grader, and their checkout (if any)."""
     import importlib.util
 
     import graders
@@ -341,8 +340,7 @@ def shared_library() -> Path | None:
 
 
 def _cached_copy(executable: Path, stdlib: Path, library: Path | None) -> tuple[Path, bool]:
-    """The interpreter copy in the cache folder, built once, or else one for this run;
-    and whether it is this run's alone."""
+    """The cached interpreter copy, or else one for this run; and whether it is private."""
     digest = hashlib.sha256(f"{executable}:{executable.stat().st_mtime_ns}:{sys.version}"
                             .encode()).hexdigest()[:20]
     name = f"serving-grader-python-{os.geteuid()}-{digest}"
@@ -428,8 +426,7 @@ def close_to_others(paths: Iterable[Path], *, sandbox_gid: int | None = None
 
 
 def closed_note(changed: Iterable[tuple[Path, int, int]]) -> str | None:
-    """The note on what :func:`close_to_others` changed, and how to let staff grade; None
-    when nothing changed."""
+    """The note on what :func:`close_to_others` changed and how staff grade, or None."""
     changed = list(changed)
     if not changed:
         return None

@@ -369,8 +369,7 @@ class StudentRunner:
         return None if why is None else CallOutcome("abandoned", message=why)
 
     def start(self, *, preload_pint: bool = True) -> None:
-        """Start the worker without waiting: it imports the submission (and pint, when
-        ``preload_pint``) while the grader goes on."""
+        """Start the worker, which imports the submission (and pint), without waiting."""
         if self._worker is None and self._import_error is None:
             with self.budget.charged():
                 self._launch(preload_pint=preload_pint)
@@ -392,8 +391,7 @@ class StudentRunner:
         return worker
 
     def _restore_submission(self) -> None:
-        """Write the submitted file into the box again: an earlier worker may have rewritten
-        it, or left a link there (removed, never followed)."""
+        """Write serving.py into the box again (an earlier worker may have changed it)."""
         path = self._box / SUBMISSION_NAME
         report_problems(remove_tree(path))
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -492,8 +490,7 @@ class StudentRunner:
             raise
 
     def _read_line(self, worker: _Worker, deadline: float, timeout_s: float) -> bytes:
-        """The next reply line, read through a buffer of at most ``max_reply_bytes`` plus
-        one chunk; it fails past that size or the deadline."""
+        """The next reply line; it fails past ``max_reply_bytes`` or the deadline."""
         limit = self.limits.max_reply_bytes
         buffer = worker.buffer
         scanned = 0

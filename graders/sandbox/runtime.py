@@ -113,8 +113,7 @@ def _is_trusted(folder: Path) -> bool:
 
 
 def cached_runtime(private_parent: Path) -> Path:
-    """The runtime folder for this Python and these packages, built once and then reused
-    (see :func:`cached_folder`)."""
+    """The runtime folder for this Python and these packages (:func:`cached_folder`)."""
     return cached_folder("runtime", _runtime_key(), prepare_runtime, private_parent)
 
 
@@ -176,8 +175,7 @@ def _cached_path(shared: Path, kind: str, key: str) -> Path:
 
 
 def trusted_cached_folder(kind: str, key: str) -> Path | None:
-    """The shared folder :func:`cached_folder` built under ``kind`` and ``key``, if it is
-    there and trusted; builds nothing."""
+    """The trusted shared folder of ``kind`` and ``key``, if there; builds nothing."""
     shared = cache_folder()
     if shared is None:
         return None
@@ -186,8 +184,7 @@ def trusted_cached_folder(kind: str, key: str) -> Path | None:
 
 
 def trusted_cached_folders(kind: str, key_prefix: str) -> list[Path]:
-    """Every trusted shared folder built under ``kind`` with a key starting with
-    ``key_prefix`` (sorted by name); builds nothing."""
+    """Every trusted shared folder of ``kind`` whose key starts with ``key_prefix``."""
     shared = cache_folder()
     if shared is None:
         return []
@@ -210,8 +207,7 @@ def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool])
 
 
 def prepare_runtime(destination: Path) -> Path:
-    """Copy the worker script, its syscall filter and Landlock rules and pint's installed
-    closure into ``destination``."""
+    """Copy the worker script, its two layers and pint's closure into ``destination``."""
     destination.mkdir(parents=True, exist_ok=True)
     shutil.copy2(WORKER_SCRIPT, destination / WORKER_SCRIPT.name)
     for layer in (FILTER_MODULE, LANDLOCK_MODULE):

@@ -41,8 +41,7 @@ def import_error_message(error: str) -> str:
 
 
 def _installed(module: str) -> bool:
-    """Whether ``module`` is a package installed where the grader runs (looked up, not
-    imported)."""
+    """Whether ``module`` is installed where the grader runs (looked up, not imported)."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):

@@ -168,8 +168,7 @@ NR, ARCH, ARGS = 0, 4, 16
 
 
 def unavailable() -> str | None:
-    """None when :func:`install` can filter this process, else why not (not Linux, or no
-    syscall numbers for this architecture or ABI)."""
+    """None when :func:`install` can filter this process, else why not."""
     if not sys.platform.startswith("linux"):
         return "the syscall filter needs Linux (seccomp)"
     if current_architecture() is None:

@@ -35,8 +35,7 @@ class WorkerCommand:
 
 
 class Transport(Protocol):
-    """One running worker, as ``Transport(command, sink, limits)`` starts it, its stdout and
-    stderr going into ``sink``."""
+    """One worker that ``Transport(command, sink, limits)`` started, its output to ``sink``."""
 
     process: subprocess.Popen[bytes]
 

@@ -205,8 +205,7 @@ def bounded_text(text: str) -> str:
 
 
 def read_fields(result: Any, fields: list[str] | None, budget: Budget) -> Any:
-    """Read ``fields`` from a result: by key from a dict, by attribute from an object, or
-    by position from a tuple or list of exactly that many items."""
+    """Read ``fields`` from a result: by key, by attribute, or by position in a sequence."""
     if fields is None:
         return plain(result, 0, budget)
     if isinstance(result, tuple):
