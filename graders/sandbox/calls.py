@@ -1,9 +1,5 @@
-"""A student call as data: the request line the runner writes, the reply line it reads, the
-outcome it gives.
-
-No reply can break the protocol: a line that is not JSON, for whatever reason, or that
-nests deeper than :data:`MAX_REPLY_DEPTH`, is a bad reply for its call (:func:`parse_reply`).
-"""
+"""A student call as data: the request line the runner writes, the reply line it reads
+(no line can break the protocol: :func:`parse_reply`), the outcome it gives."""
 
 from __future__ import annotations
 
