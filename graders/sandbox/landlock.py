@@ -39,10 +39,9 @@ def abi_version() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     try:
-        version = _syscall(CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
+        return _syscall(CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
     except OSError:  # ENOSYS (no Landlock), EOPNOTSUPP (not enabled at boot)
         return 0
-    return version
 
 
 def unavailable() -> str | None:

@@ -59,25 +59,21 @@ class SandboxClaim:
 
     def __init__(self, name: str, fd: int) -> None:
         self.name = name
-        self._fd: int | None = fd
+        #: The descriptor holding the lock (None once released), to pass down to a child.
+        self.fd: int | None = fd
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
-
-    @property
-    def fd(self) -> int | None:
-        """The descriptor holding the lock, to pass down to a child process."""
-        return self._fd
+        return self.fd is not None
 
     def inheritance(self) -> dict[str, str]:
         """The environment that lets a child (given ``pass_fds=(fd,)``) take over this hold."""
-        return lock_inheritance(self.name, self._fd) if self._fd is not None else {}
+        return lock_inheritance(self.name, self.fd) if self.fd is not None else {}
 
     def release(self, _close: Callable[[int], None] = os.close) -> None:
         """Give the user back (idempotent; also as ``__del__``, so no module lookups). The
         descriptor is closed, never unlocked: an inherited lock stays the parent's."""
-        fd, self._fd = self._fd, None
+        fd, self.fd = self.fd, None
         if fd is not None:
             try:
                 _close(fd)
