@@ -29,8 +29,7 @@ from graders.sandbox.privileges import (
 )
 from graders.sandbox.submission import SUBMISSION_NAME
 
-#: The size of bubblewrap's own tmpfs, the worker's box, /tmp and /var/tmp together, where
-#: the box is not mounted (:mod:`graders.sandbox.box_mount`).
+#: The size of bubblewrap's own tmpfs (box, /tmp and /var/tmp), where no box is mounted.
 TEMP_SPACE_BYTES = 64 * 1024**2
 PROBE_TIMEOUT_S = 10.0
 CAP_SYS_ADMIN = 21

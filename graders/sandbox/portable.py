@@ -18,8 +18,7 @@ from graders.sandbox.limits import Limits
 from graders.sandbox.output import OutputSink
 from graders.sandbox.transport import OUTPUT_CHUNK_BYTES, REPLY_CHUNK_BYTES, WorkerCommand
 
-#: Seconds a stop waits, after the worker is killed, for the output thread to take in
-#: what the worker wrote before it died.
+#: Seconds a stop waits for the output thread to take in what the killed worker wrote.
 OUTPUT_JOIN_S = 1.0
 
 

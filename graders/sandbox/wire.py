@@ -45,8 +45,7 @@ WORKER_TAGS = frozenset({QUANTITY, NAMESPACE, MAPPING, TUPLE, UNSUPPORTED, MISSI
 #: the worker cut passes unchanged, a longer one is cut again here.
 MAX_TEXT = 500
 MARKER_ROOM = 40
-#: Items of one list or object in a reply's value that the grader keeps (the worker's
-#: ``MAX_SEQUENCE``).
+#: Items of one list or object in a reply's value the grader keeps (the worker's too).
 MAX_ITEMS = 1000
 
 
