@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 #: Seconds between two looks at the process table.
 WATCH_INTERVAL_S = 0.5
@@ -27,16 +27,6 @@ PS_TIMEOUT_S = 5.0
 #: Processes a worker's job may hold at once: the interpreter, and the one a Windows
 #: virtual environment's ``python.exe`` launcher starts.
 JOB_PROCESSES = 2
-
-
-class Containment(Protocol):
-    """What bounds one worker's process tree on the portable path."""
-
-    #: Why it stopped the worker, once it has ("" until then).
-    reason: str
-
-    def close(self) -> None:
-        """Kill every process of the tree; never raises."""
 
 
 # --- the process table, through ps (POSIX) -----------------------------------------------------
@@ -103,6 +93,7 @@ class TreeWatch:
         #: Whether ``pid`` is the grader's child and not reaped yet (so still its own).
         self._unreaped = unreaped
         self.memory_bytes = memory_bytes
+        #: Why it stopped the worker, once it has ("" until then).
         self.reason = ""
         self._table = table
         self._seen: dict[int, str] = {}
@@ -290,7 +281,8 @@ def _kernel32() -> Any:
     return kernel32
 
 
-def contain(process: subprocess.Popen[bytes], memory_bytes: int) -> Containment | None:
+def contain(process: subprocess.Popen[bytes], memory_bytes: int
+            ) -> JobObject | TreeWatch | None:
     """A Job Object on Windows, a tree watch where ``ps`` runs, else None (the deadlines and
     the process-tree kill bound the worker then)."""
     if sys.platform == "win32":
