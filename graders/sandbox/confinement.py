@@ -88,21 +88,20 @@ def protections_for(sandbox: SandboxUser | None) -> Protections:
         confinement, mode = _confinement(sandbox)
     else:
         confinement, mode = portable_protections(found), modes.PORTABLE
+    uses_landlock = modes.LANDLOCK in mode.layers
     missing = {modes.FILTER: syscall_filter.unavailable(),
-               modes.LANDLOCK: landlock.unavailable() if modes.LANDLOCK in mode.layers
-               else None,
+               modes.LANDLOCK: landlock.unavailable() if uses_landlock else None,
                modes.RLIMITS: None if confinement.rlimits else "no resource module"}
-    abi = landlock.abi_version() if modes.LANDLOCK in mode.layers and \
-        missing[modes.LANDLOCK] is None else 0
-    clauses = [_landlock_clause(abi, missing[modes.LANDLOCK])] \
-        if modes.LANDLOCK in mode.layers else []
+    filtered = missing[modes.FILTER] is None
+    abi = landlock.abi_version() if uses_landlock and missing[modes.LANDLOCK] is None else 0
+    clauses = [_landlock_clause(abi, missing[modes.LANDLOCK])] if uses_landlock else []
     clauses.append("a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
-                   "and sockets other than AF_UNIX" if missing[modes.FILTER] is None
+                   "and sockets other than AF_UNIX" if filtered
                    else f"no syscall filter ({missing[modes.FILTER]})")
     layers = tuple(layer for layer in mode.layers if missing.get(layer) is None)
     return dataclasses.replace(
-        confinement, syscall_filter=missing[modes.FILTER] is None, landlock=abi,
-        network_isolation=confinement.network_isolation or missing[modes.FILTER] is None,
+        confinement, syscall_filter=filtered, landlock=abi,
+        network_isolation=confinement.network_isolation or filtered,
         disk_bound=confinement.disk_bound or abi > 0,
         mode=mode.name, layers=layers,
         description=f"{mode.name} ({', '.join(layers) or 'no layer'}): "
