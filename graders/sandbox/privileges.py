@@ -221,8 +221,7 @@ def _inherited_claim(name: str) -> SandboxClaim | None:
     import fcntl  # POSIX-only, so imported here: this module imports anywhere
 
     try:
-        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != \
-                _identity(_lock_folder() / f"{name}.lock"):
+        if not os.path.samestat(os.fstat(fd), (_lock_folder() / f"{name}.lock").stat()):
             return None
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the parent's own lock: granted
         os.set_inheritable(fd, False)
@@ -230,11 +229,6 @@ def _inherited_claim(name: str) -> SandboxClaim | None:
         return None
     os.environ.pop(LOCK_VARIABLE, None)
     return SandboxClaim(name, fd)
-
-
-def _identity(path: Path) -> tuple[int, int]:
-    info = path.stat()
-    return info.st_dev, info.st_ino
 
 
 def ensure_sandbox_user(name: str) -> SandboxUser:
