@@ -1,8 +1,6 @@
-"""The worker's box as a tmpfs of its own, where the grader may mount (root with
-CAP_SYS_ADMIN): at most :data:`BOX_BYTES` and :data:`BOX_INODES` in total, nosuid, nodev,
-noexec, owned by the sandbox user. It is mounted on the host's box folder before the
-worker starts (bubblewrap binds it as the worker's box; under Landlock it is the box) and
-detached when the runner closes. Where mounting is refused, nothing is mounted."""
+"""The worker's box as a tmpfs of its own (root with CAP_SYS_ADMIN): at most
+:data:`BOX_BYTES` and :data:`BOX_INODES`, nosuid, nodev, noexec, the sandbox user's;
+mounted on the box folder before the worker starts, detached when the runner closes."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ def _libc() -> ctypes.CDLL:
 
 
 def mount_box(box: Path, uid: int, gid: int) -> str | None:
-    """Mount the box's tmpfs on ``box`` (a folder, never a link: it is opened without
-    following one and mounted through its descriptor). None once mounted, else why not."""
+    """Mount the box's tmpfs on the folder ``box`` (never a link); None, else why not."""
     fd = os.open(box, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         options = (f"size={BOX_BYTES},nr_inodes={BOX_INODES},mode=0700,"
@@ -44,16 +41,14 @@ def mount_box(box: Path, uid: int, gid: int) -> str | None:
 
 
 def unmount_box(box: Path) -> list[str]:
-    """Detach the box's tmpfs from ``box`` (lazily: a process still in it keeps it until
-    it is gone); what went wrong, for the clean-up's report."""
+    """Detach the box's tmpfs from ``box`` (lazily); what went wrong, for the report."""
     if _libc().umount2(str(box).encode(), _MNT_DETACH | _UMOUNT_NOFOLLOW) != 0:
         return [f"unmounting {box}: {os.strerror(ctypes.get_errno())}"]
     return []
 
 
 def stale_boxes_of(uid: int, mountinfo: str = "/proc/self/mountinfo") -> list[Path]:
-    """The boxes' tmpfs mounts whose root ``uid`` owns: those of a grading that was killed
-    before it could detach them (for the sweep of a sandbox user held exclusively)."""
+    """The box mounts ``uid`` owns that a killed grading could not detach (for the sweep)."""
     found = []
     try:
         with open(mountinfo, encoding="utf-8", errors="replace") as lines:

@@ -1,16 +1,7 @@
-"""The box's bound where it is a plain host folder: Landlock's modes without a mounted
-tmpfs (Docker's default profile, an ordinary user without bubblewrap).
-
-The worker writes only in its box, which Landlock keeps flat (no folder can be made in
-it), so one inotify watch sees every change. A thread of the grader keeps each entry's
-size, the larger of its length and its blocks (a sparse file counts in full: pages
-written through a mapping raise no event), and SIGKILLs the worker once the box holds
-more than :data:`BOX_BYTES` or :data:`BOX_INODES` entries, the tmpfs's bounds; the call
-fails as "the worker was stopped: its box held more than ...". The runner empties the box
-(serving.py apart) once a worker is gone. Where inotify is refused, it scans every
-:data:`POLL_S`. Past the bound: what the worker writes between an event and the kill
-(measured in docs/security.md), and files it unlinked (or made with O_TMPFILE) but holds
-open or mapped (at most its open files times RLIMIT_FSIZE, plus its address space).
+"""The box's bound where it is a plain host folder (Landlock without a mounted tmpfs): one
+inotify watch on the flat box, a thread that SIGKILLs the worker once it holds more than
+:data:`BOX_BYTES` or :data:`BOX_INODES` entries (scanning every :data:`POLL_S` where
+inotify is refused). docs/security.md ("The box's watch") says what it does not count.
 """
 
 from __future__ import annotations

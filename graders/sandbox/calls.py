@@ -1,9 +1,5 @@
-"""A student call as data: the request line the runner writes, the reply line it reads, the
-outcome it gives.
-
-No reply can break the protocol: a line that is not JSON, for whatever reason, or that
-nests deeper than :data:`MAX_REPLY_DEPTH`, is a bad reply for its call (:func:`parse_reply`).
-"""
+"""A student call as data: the request line the runner writes, the reply line it reads
+(no line can break the protocol: :func:`parse_reply`), the outcome it gives."""
 
 from __future__ import annotations
 
@@ -18,9 +14,7 @@ from graders.sandbox.wire import encode_argument
 Status: TypeAlias = Literal["ok", "raised", "timeout", "crashed", "garbage", "unimportable",
                             "abandoned"]
 
-#: The deepest nesting of lists and objects a reply may hold. An honest reply is a few
-#: levels deep (the worker cuts values at depth 3); a deeper one is a bad reply, never
-#: data the grader walks through recursively.
+#: The deepest nesting of lists and objects a reply may hold (the worker cuts at depth 3).
 MAX_REPLY_DEPTH = 16
 
 
@@ -74,8 +68,7 @@ def request_line(request: dict[str, Any]) -> bytes:
 
 def parse_reply(raw: bytes) -> Any:
     """One reply line as JSON data; :class:`WorkerGone` ("garbage") for any line that is
-    not JSON of at most :data:`MAX_REPLY_DEPTH` levels, whatever makes it unreadable (bad
-    bytes, bad syntax, a nesting deep enough to exhaust the parser's recursion, memory)."""
+    not JSON of at most :data:`MAX_REPLY_DEPTH` levels, whatever the reason."""
     if _nesting_exceeds(raw, MAX_REPLY_DEPTH):
         raise WorkerGone("garbage", f"the worker sent a reply nested deeper than "
                          f"{MAX_REPLY_DEPTH} levels")

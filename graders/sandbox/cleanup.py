@@ -1,10 +1,7 @@
 """Removing what a grading leaves behind, and keeping what gradings reuse in one place.
 
-Everything here is a clean-up: it must never raise, because the grader writes its
-results after it. :func:`remove_tree` removes any tree a submission can make (any depth,
-any name, any mode, symbolic links never followed) and returns the problems it met
-instead of raising. :func:`sweep_user` removes what a sandbox user left anywhere it can
-write: its processes, its files in the shared writable folders, its SysV IPC objects.
+Every clean-up returns its problems and never raises: the results are written after it
+(docs/security.md, "Nothing is left behind").
 """
 
 from __future__ import annotations
@@ -22,22 +19,19 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TypeAlias
+from typing import TypeAlias
 
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.box_mount import stale_boxes_of, unmount_box
 
 PathLike: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
-#: Shared folders any user may write into, swept for what a sandbox user left there
-#: (with the grader's temp folder, when it is one of them: see :func:`shared_folders`).
+#: Shared folders any user may write into, swept for what a sandbox user left there.
 SHARED_WRITABLE = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"),
                    Path("/dev/mqueue"))
 #: How deep :func:`remove_files_of` looks inside world-writable folders of other users.
 SHARED_DEPTH = 4
-#: Names of the grader's own folders in the temp folder (a runner's, a probe's): a grading
-#: killed by SIGKILL leaves its worker's box in one, owned by the sandbox user, so the
-#: sweep looks into them too (see :func:`remove_files_of`).
+#: The grader's own folders in the temp folder: a killed grading leaves its box in one.
 GRADER_FOLDER_PREFIX = b"serving-grader-"
 #: Problems kept per clean-up; the rest are counted.
 MAX_PROBLEMS = 20
@@ -45,13 +39,11 @@ MAX_PROBLEMS = 20
 IPC_KINDS = (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid"))
 _IPC_RMID = 0
 _KILL_ROUNDS = 5
-#: Flags that open a folder without following a link (0 where a flag is missing: the
-#: descriptor walk is then not used, see :func:`remove_tree`).
+#: Flags that open a folder without following a link.
 _DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) \
     | getattr(os, "O_CLOEXEC", 0)
 _O_PATH = getattr(os, "O_PATH", 0)
-#: Passes over one folder before giving up on emptying it (entries removed while a folder
-#: is listed may hide others from that listing).
+#: Listings of one folder before giving up on emptying it (removals hide entries from one).
 _PASSES = 3
 _DISPLAY_CHARS = 160
 
@@ -81,13 +73,11 @@ class Problems:
         return self.kept + more
 
 
-def report_problems(problems: Iterable[str], *, what: str = "clean-up",
-                    stream: IO[str] | None = None) -> None:
-    """Write each problem as one warning line (on stderr by default); never raises."""
+def report_problems(problems: Iterable[str], *, what: str = "clean-up") -> None:
+    """Write each problem as one warning line on stderr; never raises."""
     with contextlib.suppress(Exception):
-        target = stream if stream is not None else sys.stderr
         for problem in problems:
-            target.write(f"graders: warning: {what}: {problem}\n")
+            sys.stderr.write(f"graders: warning: {what}: {problem}\n")
 
 
 def _display(path: bytes) -> str:
@@ -108,21 +98,17 @@ def _why(error: BaseException) -> str:
 
 
 def remove_tree(path: PathLike) -> list[str]:
-    """Remove ``path`` (a file, a symbolic link or a folder tree); return what could not be
-    removed, one line each. Never raises, never follows a symbolic link, never leaves the
-    file system ``path`` is on.
-
-    Folders are walked with descriptors relative to their parent and an explicit stack,
-    so depth is not limited by the Python stack or by the length of a path. Folders this
-    user owns but cannot list or write (read-only, mode 000) are opened up first. A folder
-    that still cannot be emptied is reported and skipped, and the rest is removed.
-    """
+    """Remove ``path`` (a file, a link or a folder tree); return what could not be
+    removed, one line each. Never raises, follows no link, stays on ``path``'s file system;
+    folders are walked through descriptors (any depth), opened up first when this user
+    owns them but may not enter them."""
     problems = Problems()
     try:
         raw = os.fsencode(path)
     except Exception as error:  # a clean-up reports, never raises
         return [f"{path!r}: {_why(error)}"]
-    if not _descriptor_walk():
+    if not (os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd
+            and hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW")):  # Windows
         return _remove_tree_portably(raw)
     try:
         raw = os.path.normpath(raw)
@@ -142,15 +128,8 @@ def remove_tree(path: PathLike) -> list[str]:
     return problems.as_list()
 
 
-def _descriptor_walk() -> bool:
-    """Whether this system removes trees through folder descriptors (not Windows)."""
-    return (os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd
-            and hasattr(os, "O_DIRECTORY") and hasattr(os, "O_NOFOLLOW"))
-
-
 def _remove_tree_portably(raw: bytes) -> list[str]:
-    """:func:`remove_tree` where folders cannot be opened (Windows): ``shutil.rmtree``,
-    making read-only entries writable first (it does not follow links or junctions)."""
+    """:func:`remove_tree` where folders cannot be opened (Windows): ``shutil.rmtree``."""
     problems = Problems()
 
     def retry(function: Callable[..., object], name: str | bytes, _: object) -> None:
@@ -190,8 +169,7 @@ def _remove_at(parent_fd: int, name: bytes, shown: bytes, problems: Problems) ->
 
 def _remove_entry(remove: Callable[..., None], folder_fd: int, name: bytes, shown: Shown,
                   problems: Problems) -> bool:
-    """``remove(name, dir_fd=folder_fd)``, opening the folder up once if that is refused;
-    whether the entry is gone (a problem is recorded when it is not)."""
+    """``remove(name, dir_fd=folder_fd)``, opening the folder up once; whether it is gone."""
     for attempt in range(2):
         try:
             remove(name, dir_fd=folder_fd)
@@ -220,8 +198,7 @@ def process_alive(pid: int) -> bool:
 
 
 def _open_up(fd: int) -> bool:
-    """Give this user full rights on the folder ``fd`` if it owns it and lacks some;
-    whether the mode changed."""
+    """Give this user full rights on its folder ``fd``; whether the mode changed."""
     try:
         info = os.fstat(fd)
         if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) & 0o700 == 0o700:
@@ -233,8 +210,8 @@ def _open_up(fd: int) -> bool:
 
 
 def _open_folder(parent_fd: int, name: bytes) -> int:
-    """Open the folder ``name`` of ``parent_fd`` without following a link; if this user
-    owns it but may not read it, give it full rights first. Raises OSError."""
+    """Open the folder ``name`` of ``parent_fd`` without following a link, opening it up
+    first where this user owns it but may not read it. Raises OSError."""
     try:
         return os.open(name, _DIRECTORY, dir_fd=parent_fd)
     except PermissionError:
@@ -261,8 +238,7 @@ class _Level:
     inode: int
     #: Subfolders still to remove.
     pending: list[bytes] = field(default_factory=list)
-    #: Listings so far, and whether the last one saw any entry (then the folder is listed
-    #: again once its subfolders are gone, to be sure it is empty).
+    #: Listings so far, and whether the last one saw an entry (then it is listed again).
     passes: int = 0
     dirty: bool = True
     #: Something below could not be removed: this folder cannot be either.
@@ -271,8 +247,8 @@ class _Level:
 
 def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
                    problems: Problems) -> bool:
-    """Remove a folder tree iteratively, holding at most two descriptors at a time: the
-    way back up is ``..``, checked against the identity recorded on the way down."""
+    """Remove a folder tree iteratively, holding at most two descriptors; the way back up
+    is ``..``, checked against the identity recorded on the way down."""
     try:
         fd = _open_folder(parent_fd, name)
     except OSError as error:
@@ -374,8 +350,8 @@ def _unlink_or_queue(fd: int, name: bytes, shown: Shown, level: _Level,
 
 def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
            ) -> tuple[int, os.stat_result] | bool:
-    """Open the subfolder ``name`` to empty it: its descriptor and identity, or True when
-    there is nothing to empty (gone, or a file now: unlinked), False when it is stuck."""
+    """Open the subfolder ``name``: its descriptor and identity, True when there is
+    nothing to empty (gone, or a file now: unlinked), False when it is stuck."""
     try:
         child = _open_folder(fd, name)
     except FileNotFoundError:
@@ -405,15 +381,13 @@ def _parent_of(fd: int) -> int | None:
 # --- what a sandbox user leaves ---------------------------------------------------------------
 
 
-#: Where gradings that drop privileges make their folders when the temporary folder is
-#: closed to the sandbox user (see ``privileges.grading_parent``); root's, mode 0711.
+#: Where gradings make their folders when the temporary folder is closed to the sandbox
+#: user (``privileges.grading_parent``); root's, mode 0711.
 GRADINGS_FOLDER = Path("/run/serving-grader-gradings")
 
 
 def shared_folders() -> list[Path]:
-    """The folders swept after a grading: :data:`SHARED_WRITABLE`, the folder of gradings
-    whose temporary folder was private (:data:`GRADINGS_FOLDER`, for a killed grading's
-    box) and the temp folder, when it is world-writable too."""
+    """:data:`SHARED_WRITABLE`, :data:`GRADINGS_FOLDER`, and a world-writable temp folder."""
     folders = [folder for folder in (*SHARED_WRITABLE, GRADINGS_FOLDER) if folder.is_dir()]
     with contextlib.suppress(OSError):
         temp = Path(tempfile.gettempdir())
@@ -424,13 +398,9 @@ def shared_folders() -> list[Path]:
 
 
 def remove_files_of(uid: int, folders: Iterable[Path] | None = None) -> list[str]:
-    """Remove every entry ``uid`` owns in the shared writable ``folders`` (default:
-    :func:`shared_folders`), looking into other users' world-writable folders there down
-    to :data:`SHARED_DEPTH` levels, and into this user's own grader folders
-    (:data:`GRADER_FOLDER_PREFIX`): the box a grading killed by SIGKILL left behind holds
-    a submission that the next grading with the same sandbox user could read. Only for a
-    uid held exclusively (no live grading has a box of it). Returns the problems; never
-    raises."""
+    """Remove every entry ``uid`` (held exclusively) owns in ``folders`` (default:
+    :func:`shared_folders`), down to :data:`SHARED_DEPTH` in world-writable folders and
+    this user's grader folders, where a killed grading's box stays. Returns the problems."""
     problems = Problems()
     for folder in folders if folders is not None else shared_folders():
         try:
@@ -498,8 +468,7 @@ def ipc_objects_of(uid: int, proc: Path = Path("/proc/sysvipc")) -> list[tuple[s
 
 
 def remove_ipc_of(uid: int) -> list[str]:
-    """Remove the SysV shared memory segments, message queues and semaphore sets that
-    ``uid`` owns or created (IPC_RMID). Returns the problems; never raises."""
+    """Remove the SysV IPC objects ``uid`` owns or created. Returns the problems."""
     problems = Problems()
     try:
         objects = ipc_objects_of(uid)
@@ -547,16 +516,14 @@ def _kill_until_gone(match: Callable[[int], bool]) -> list[int]:
     return sorted(set(killed))
 
 
-#: How long one round of :func:`_kill_until_gone` waits for the processes it killed to die,
-#: and its first look (each look waits twice as long as the one before).
+#: How long one round of :func:`_kill_until_gone` waits for deaths, and its first look.
 _DEATH_WAIT_S = 0.05
 _FIRST_LOOK_S = 0.0005
 
 
 def _await_deaths(pids: Collection[int]) -> None:
-    """Wait until every one of ``pids`` is dead (gone, or a zombie), at most
-    :data:`_DEATH_WAIT_S`: a SIGKILL takes effect within a millisecond or so, and the
-    next round finds any that still live."""
+    """Wait, at most :data:`_DEATH_WAIT_S` and looking ever less often, until every one
+    of ``pids`` is dead (gone, or a zombie)."""
     deadline = time.monotonic() + _DEATH_WAIT_S
     pause = _FIRST_LOOK_S
     living = list(pids)
@@ -577,8 +544,7 @@ def _alive(pid: int) -> bool:
 
 
 def kill_session(process: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:
-    """SIGKILL the session ``process`` leads (it was started with ``start_new_session``),
-    close its pipes to this process, and reap it. Never raises."""
+    """SIGKILL the session ``process`` leads, close its pipes, and reap it. Never raises."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     for stream in (process.stdin, process.stdout):
@@ -592,8 +558,7 @@ def kill_session(process: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:
 
 
 def kill_user(uid: int) -> list[int]:
-    """SIGKILL every live process whose real, effective, saved or file-system uid is
-    ``uid``; return their pids."""
+    """SIGKILL every live process with ``uid`` among its uids; return their pids."""
     def owned(pid: int) -> bool:
         try:
             status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8", errors="replace")
@@ -609,8 +574,7 @@ def kill_user(uid: int) -> list[int]:
 
 
 def kill_marked(marker: str, spare: Collection[int] = ()) -> list[int]:
-    """SIGKILL every process whose working folder or environment contains ``marker``,
-    but the ones in ``spare``."""
+    """SIGKILL every process but ``spare`` whose folder or environment holds ``marker``."""
     needle = marker.encode()
 
     def marked(pid: int) -> bool:
@@ -628,10 +592,8 @@ def kill_marked(marker: str, spare: Collection[int] = ()) -> list[int]:
 
 
 def sweep_user(uid: int) -> list[str]:
-    """Remove what the sandbox user ``uid`` left anywhere: kill its processes, detach its
-    boxes' tmpfs mounts, remove its entries in the shared writable folders and its SysV
-    IPC objects. Only for a uid held
-    exclusively: everything it owns goes. Returns the problems; never raises."""
+    """Remove everything the sandbox user ``uid`` (held exclusively) left: processes, box
+    mounts, shared-folder entries, SysV IPC objects. Returns the problems."""
     if uid == 0:
         return ["refusing to sweep uid 0"]
     problems = Problems()
@@ -650,15 +612,10 @@ def sweep_user(uid: int) -> list[str]:
 
 
 def cache_folder() -> Path | None:
-    """The one folder where the grader keeps what it reuses between gradings (the worker
-    runtime, the interpreter copy), whatever TMPDIR is: ``/var/cache/serving-grader`` as
-    root, else ``$XDG_CACHE_HOME/serving-grader`` (``~/.cache/serving-grader``).
-
-    It is created if missing, and used only if it is a real folder owned by this user that
-    no one else may write, and (as root) one that other users can enter, since the sandbox
-    user runs from it. None when there is no such folder: callers then build private copies
-    and remove them after the run.
-    """
+    """The folder of what the grader reuses between gradings, whatever TMPDIR is:
+    ``/var/cache/serving-grader`` as root, else ``$XDG_CACHE_HOME/serving-grader``; made
+    if missing. None unless it is this user's alone to write (and, as root, enterable by
+    the sandbox user): callers then build private copies."""
     uid = platform_support.effective_uid()
     if uid == 0:
         folder = Path("/var/cache/serving-grader")
@@ -677,12 +634,17 @@ def cache_folder() -> Path | None:
             return None
         if uid is not None and stat.S_IMODE(info.st_mode) != 0o755:
             folder.chmod(0o755)
-        if uid == 0 and not _enterable_by_others(folder):
+        if uid == 0 and not traversable_by_others(folder):
             return None
     except OSError:
         return None
     return folder
 
 
-def _enterable_by_others(folder: Path) -> bool:
-    return all(path.stat().st_mode & stat.S_IXOTH for path in [folder, *folder.parents])
+def traversable_by_others(path: Path) -> bool:
+    """Whether a user with no ownership or group rights can pass through ``path``."""
+    try:
+        return all(folder.stat().st_mode & stat.S_IXOTH
+                   for folder in [path.resolve(), *path.resolve().parents])
+    except OSError:
+        return False

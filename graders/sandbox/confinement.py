@@ -1,12 +1,6 @@
-"""Which confinement a student's worker gets here, and the command that starts it.
-
-:func:`protections_for` picks the row of :data:`graders.sandbox.modes.MODES` this machine
-allows, less the layers it lacks, and :class:`Protections` says so (the header line and
-``extra_data.protections``). Bubblewrap confines the worker wherever it runs (probed
-once per process, on the worker's interpreter: :func:`bubblewrap_support`); elsewhere
-the worker restricts itself with Landlock (:func:`landlock_paths`). As root with
-CAP_SYS_ADMIN its box is a tmpfs of its own in either (:mod:`graders.sandbox.box_mount`).
-"""
+"""Which confinement a student's worker gets here (:func:`protections_for`: the row of
+:data:`graders.sandbox.modes.MODES` this machine allows, less the layers it lacks), and
+the command that starts it: bubblewrap wherever it runs, else Landlock."""
 
 from __future__ import annotations
 
@@ -35,8 +29,7 @@ from graders.sandbox.privileges import (
 )
 from graders.sandbox.submission import SUBMISSION_NAME
 
-#: The size of bubblewrap's own tmpfs, the worker's box, /tmp and /var/tmp together, where
-#: the box is not mounted (:mod:`graders.sandbox.box_mount`).
+#: The size of bubblewrap's own tmpfs (box, /tmp and /var/tmp), where no box is mounted.
 TEMP_SPACE_BYTES = 64 * 1024**2
 PROBE_TIMEOUT_S = 10.0
 CAP_SYS_ADMIN = 21
@@ -56,31 +49,25 @@ class Protections:
     #: IPC objects in namespaces of the worker's own (bubblewrap).
     ipc_isolation: bool
     description: str
-    #: "hardened" (Linux: FIFO output, rlimits, the /proc sweep, the privilege drop as
-    #: root) or "portable" (elsewhere: see :mod:`graders.sandbox.platforms`).
+    #: "hardened" or "portable" (see :mod:`graders.sandbox.platforms`).
     runner: str = "hardened"
     #: Whether the worker lowers its resource limits (CPU, memory, processes, files).
     rlimits: bool = True
-    #: Whether processes the worker left (in any process group) are found and killed
-    #: through /proc; without it, the worker's process tree is killed.
+    #: Whether processes the worker left are found and killed through /proc.
     process_sweep: bool = True
-    #: Whether the worker sees only its runtime (read-only) and its box, in user and pid
-    #: namespaces of its own (bubblewrap: see :mod:`graders.sandbox.bubblewrap`).
+    #: Whether the worker sees only its runtime and its box, in namespaces (bubblewrap).
     allowlist: bool = False
     #: What confines the worker: "bubblewrap" or "none" (Landlock, which the worker
     #: applies itself, is ``landlock``).
     tool: str = "none"
-    #: Whether the worker installs the syscall filter before importing the submission
-    #: (:mod:`graders.sandbox.syscall_filter`; the description says why not, where not).
+    #: Whether the worker installs the syscall filter (the description says why not).
     syscall_filter: bool = False
-    #: The Landlock ABI the worker restricts itself with, where bubblewrap cannot run
-    #: (:mod:`graders.sandbox.landlock`); 0 where it does not.
+    #: The Landlock ABI the worker restricts itself with; 0 where it does not.
     landlock: int = 0
     #: The row of :data:`graders.sandbox.modes.MODES` in effect, and its layers that hold.
     mode: str = ""
     layers: tuple[str, ...] = ()
-    #: Whether the grader mounts the worker's box as a bounded tmpfs of its own (root
-    #: with CAP_SYS_ADMIN: :mod:`graders.sandbox.box_mount`).
+    #: Whether the worker's box is a tmpfs of its own (:mod:`graders.sandbox.box_mount`).
     box_mount: bool = False
 
     @property
@@ -95,28 +82,26 @@ class Protections:
 
 
 def protections_for(sandbox: SandboxUser | None) -> Protections:
-    """The protections a worker gets with ``sandbox`` (None: the grader is not root): the
-    row of :data:`modes.MODES` this machine allows, less the layers it lacks."""
+    """The protections a worker gets with ``sandbox`` (None: the grader is not root)."""
     found = platform_support.capabilities()
     if found.hardened:
         confinement, mode = _confinement(sandbox)
     else:
         confinement, mode = portable_protections(found), modes.PORTABLE
+    uses_landlock = modes.LANDLOCK in mode.layers
     missing = {modes.FILTER: syscall_filter.unavailable(),
-               modes.LANDLOCK: landlock.unavailable() if modes.LANDLOCK in mode.layers
-               else None,
+               modes.LANDLOCK: landlock.unavailable() if uses_landlock else None,
                modes.RLIMITS: None if confinement.rlimits else "no resource module"}
-    abi = landlock.abi_version() if modes.LANDLOCK in mode.layers and \
-        missing[modes.LANDLOCK] is None else 0
-    clauses = [_landlock_clause(abi, missing[modes.LANDLOCK])] \
-        if modes.LANDLOCK in mode.layers else []
+    filtered = missing[modes.FILTER] is None
+    abi = landlock.abi_version() if uses_landlock and missing[modes.LANDLOCK] is None else 0
+    clauses = [_landlock_clause(abi, missing[modes.LANDLOCK])] if uses_landlock else []
     clauses.append("a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
-                   "and sockets other than AF_UNIX" if missing[modes.FILTER] is None
+                   "and sockets other than AF_UNIX" if filtered
                    else f"no syscall filter ({missing[modes.FILTER]})")
     layers = tuple(layer for layer in mode.layers if missing.get(layer) is None)
     return dataclasses.replace(
-        confinement, syscall_filter=missing[modes.FILTER] is None, landlock=abi,
-        network_isolation=confinement.network_isolation or missing[modes.FILTER] is None,
+        confinement, syscall_filter=filtered, landlock=abi,
+        network_isolation=confinement.network_isolation or filtered,
         disk_bound=confinement.disk_bound or abi > 0,
         mode=mode.name, layers=layers,
         description=f"{mode.name} ({', '.join(layers) or 'no layer'}): "
@@ -183,8 +168,8 @@ def unconfined_warning(protections: Protections) -> str:
 
 
 def confinement_gap(as_root: bool) -> str | None:
-    """None when workers started here are confined (bubblewrap, or Landlock), else why
-    not: asked before a class is graded, with a stand-in sandbox user as root."""
+    """None when workers started here are confined, else why not (before a class is
+    graded, with a stand-in sandbox user as root)."""
     sandbox = SandboxUser("any", ANY_SANDBOX_ID, ANY_SANDBOX_ID) if as_root else None
     protections = protections_for(sandbox)
     return None if protections.confined else protections.description
@@ -193,7 +178,7 @@ def confinement_gap(as_root: bool) -> str | None:
 @functools.cache
 def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
     """None when bubblewrap can confine a worker here as ``uid``/``gid`` (dropping to them
-    first when ``drop``), else why not. Tried once per process, on the worker's interpreter."""
+    when ``drop``), else why not; tried once per process."""
     if not sys.platform.startswith("linux"):
         return "bubblewrap needs Linux"
     bwrap = bubblewrap.bwrap_executable(for_others=drop)
@@ -220,9 +205,8 @@ def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
 
 
 def _probe_key(drop: bool) -> tuple[int, int, bool]:
-    """The arguments of :func:`bubblewrap_support` for a worker started here: as root, a
-    stand-in unprivileged user (every sandbox user meets the same kernel policy, so one
-    probe answers for the whole pool); otherwise this user, with no drop."""
+    """:func:`bubblewrap_support`'s arguments here: as root a stand-in user (one probe
+    answers for the whole pool), otherwise this user, with no drop."""
     if drop:
         return ANY_SANDBOX_ID, ANY_SANDBOX_ID, True
     return os.geteuid(), os.getegid(), False
@@ -233,9 +217,8 @@ _early_probes: dict[tuple[int, int, bool], threading.Thread] = {}
 
 
 def start_probe() -> None:
-    """Start the bubblewrap probe a grading here will need, in a thread, so that it runs
-    while pytest starts; :func:`protections_for` waits for it. Nothing happens where the
-    probe would not run (not Linux, the portable runner, root's own runner tests)."""
+    """Start the bubblewrap probe a grading here needs in a thread, while pytest starts
+    (only where the hardened runner runs); :func:`protections_for` waits for it."""
     if not sys.platform.startswith("linux") or not platform_support.capabilities().hardened:
         return
     key = _probe_key(platform_support.effective_uid() == 0)
@@ -269,10 +252,9 @@ def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, Any]:
 def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path],
                        submission_fd: int, worker: Sequence[str],
                        bwrap: Path | None = None, space: Path | None = None) -> list[str]:
-    """The command that runs ``worker`` in bubblewrap with ``folders`` (the runtime and
-    pint's definitions) and ``python`` read-only, its box at ``bubblewrap.BOX`` (in
-    ``space``, the tmpfs the grader mounted, where given), and ``serving.py`` read from
-    ``submission_fd``. Start it with :func:`start_options`."""
+    """The command that runs ``worker`` in bubblewrap with ``folders`` and ``python``
+    read-only, in ``space`` (a mounted box) where given, ``serving.py`` read from
+    ``submission_fd``; start it with :func:`start_options`."""
     executable = bwrap or bubblewrap.bwrap_executable(for_others=os.geteuid() == 0)
     if executable is None:
         raise OSError("bubblewrap is no longer installed")
@@ -288,11 +270,9 @@ def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path],
 
 def landlock_paths(python: WorkerPython, folders: Sequence[Path], box: Path
                    ) -> dict[str, list[str]]:
-    """The worker's Landlock rules (see :mod:`graders.sandbox.landlock`): read ``folders``
-    (the runtime and pint's definitions), the interpreter, the libraries it loads and the
-    loader's cache, as bubblewrap binds them, but the standard library entry by entry
-    without its package folders (Landlock cannot hide a folder below one it allows);
-    write ``box``."""
+    """The worker's Landlock rules: read ``folders`` and what bubblewrap binds of the
+    interpreter, but the standard library entry by entry without its package folders
+    (Landlock cannot hide a folder below one it allows); write ``box``."""
     paths, covered = bubblewrap.interpreter_paths(
         python.executable, python.environment, Path(sysconfig.get_paths()["stdlib"]),
         shared_library())
@@ -304,8 +284,7 @@ def landlock_paths(python: WorkerPython, folders: Sequence[Path], box: Path
 
 
 def start_options(sandbox: SandboxUser | None, submission_fd: int | None) -> dict[str, Any]:
-    """Popen's options for a worker: as root, the drop to the sandbox user (before bwrap
-    starts, in bubblewrap), and the descriptor of :func:`bubblewrap_command` passed down."""
+    """Popen's options for a worker: the privilege drop, and its descriptor passed down."""
     drop = _drop_options(sandbox.uid, sandbox.gid, True) if sandbox else {}
     return drop if submission_fd is None else {"pass_fds": (submission_fd,), **drop}
 

@@ -1,27 +1,7 @@
-"""The portable runner's bound on a worker's totals: its memory, and every process it starts.
-
-The hardened path has rlimits, a sandbox user and the ``/proc`` sweep. The portable path has:
-
-- on Windows, a **Job Object** (:class:`JobObject`, through ctypes): the worker is assigned
-  to it before it reads its first request, so everything it starts is in it too; the job's
-  memory (all its processes together) is capped, it may hold few processes at once, and it
-  is terminated, every process with it, when the worker stops (kill-on-close as well, should
-  the grader die first);
-- elsewhere (macOS, or a POSIX system without ``/proc`` or the POSIX-only modules), a
-  **tree watch** (:class:`TreeWatch`): a thread reads the process table with ``ps`` every
-  :data:`WATCH_INTERVAL_S` seconds, remembers every process of the worker's tree (its
-  descendants, and its process group), kills the whole tree once their resident memory
-  together passes the bound, and kills every one it has seen (still the same process: same
-  start time) when the worker stops, so that a process that moved to a session of its own
-  does not outlive the grading. On macOS the worker's own rlimits (no new processes for an
-  ordinary user) come first; the watch is what bounds memory there, since macOS does not
-  enforce RLIMIT_AS.
-
-What a watch cannot see: a process that starts, leaves the tree (its parent exits) and is
-never seen by a poll, all within one interval; and memory allocated within one interval
-past the bound (once the tree holds half the bound it looks ten times as often, so a
-worker that grows fast passes it by what it allocates in a twentieth of a second and one
-``ps``). The Job Object has neither gap.
+"""The portable runner's bound on a worker's memory and every process it starts: a Job
+Object on Windows (:class:`JobObject`), a watch of its process tree through ``ps``
+elsewhere (:class:`TreeWatch`). docs/security.md ("Supported systems") says what each
+holds, and the watch's gaps.
 """
 
 from __future__ import annotations
@@ -36,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 #: Seconds between two looks at the process table.
 WATCH_INTERVAL_S = 0.5
@@ -47,16 +27,6 @@ PS_TIMEOUT_S = 5.0
 #: Processes a worker's job may hold at once: the interpreter, and the one a Windows
 #: virtual environment's ``python.exe`` launcher starts.
 JOB_PROCESSES = 2
-
-
-class Containment(Protocol):
-    """What bounds one worker's process tree on the portable path."""
-
-    #: Why it stopped the worker, once it has ("" until then).
-    reason: str
-
-    def close(self) -> None:
-        """Kill every process of the tree; never raises."""
 
 
 # --- the process table, through ps (POSIX) -----------------------------------------------------
@@ -73,8 +43,7 @@ class ProcessRow:
 
 
 def process_table() -> dict[int, ProcessRow] | None:
-    """Every process, by pid, from ``ps`` (Linux's procps and the BSDs' and macOS's alike);
-    None when ``ps`` is missing or fails."""
+    """Every process, by pid, from ``ps`` (procps, BSD and macOS); None where it fails."""
     ps = shutil.which("ps")
     if ps is None:
         return None
@@ -113,8 +82,8 @@ def tree(root: int, table: dict[int, ProcessRow]) -> set[int]:
 
 
 class TreeWatch:
-    """Watches the process tree of the worker ``pid``: kills it all once its resident memory
-    passes ``memory_bytes``, and every process it has seen in it at :meth:`close`."""
+    """Watches the worker ``pid``'s tree (descendants and process group): kills it all once
+    its resident memory passes ``memory_bytes``, and every process seen in it at close."""
 
     def __init__(self, pid: int, memory_bytes: int, *,
                  table: Callable[[], dict[int, ProcessRow] | None] = process_table,
@@ -124,6 +93,7 @@ class TreeWatch:
         #: Whether ``pid`` is the grader's child and not reaped yet (so still its own).
         self._unreaped = unreaped
         self.memory_bytes = memory_bytes
+        #: Why it stopped the worker, once it has ("" until then).
         self.reason = ""
         self._table = table
         self._seen: dict[int, str] = {}
@@ -141,8 +111,7 @@ class TreeWatch:
                 self.look()
 
     def next_interval_s(self) -> float:
-        """Seconds to the next look: a tenth of the interval once the tree holds half the
-        bound, so that a fast-growing tree is caught near it."""
+        """Seconds to the next look: a tenth of the interval past half the bound."""
         near = self._resident >= self.memory_bytes // 2
         return self._interval_s / 10 if near else self._interval_s
 
@@ -162,9 +131,8 @@ class TreeWatch:
                 self._kill(table)
 
     def close(self) -> None:
-        """Freeze the tree (SIGSTOP: a stopped process starts no other), look again until
-        no new process shows, then kill every process it has seen. Call it while the worker
-        still lives: its children are found through it."""
+        """Freeze the tree (SIGSTOP) until no new process shows, then kill every process
+        seen in it (still the same: same start time). Call it while the worker lives."""
         self._stopped.set()
         with contextlib.suppress(Exception), self._lock:
             frozen: set[int] = set()
@@ -248,8 +216,7 @@ class ExtendedLimits(ctypes.Structure):
 
 
 def job_limits(memory_bytes: int) -> ExtendedLimits:
-    """The worker's job: ``memory_bytes`` for all its processes together, at most
-    :data:`JOB_PROCESSES` of them at once, every one killed when the job's handle closes."""
+    """``memory_bytes`` in all, :data:`JOB_PROCESSES` at once, every one killed on close."""
     limits = ExtendedLimits()
     basic = limits.BasicLimitInformation
     basic.LimitFlags = (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_JOB_MEMORY
@@ -261,11 +228,8 @@ def job_limits(memory_bytes: int) -> ExtendedLimits:
 
 
 class JobObject:
-    """A Windows Job Object holding one worker (see the module's docstring).
-
-    ``kernel32`` is the Windows API (``ctypes.WinDLL("kernel32")``), given by tests.
-    Raises OSError when the job cannot be made or the worker cannot join it.
-    """
+    """A Windows Job Object holding the worker ``pid`` and all it starts, terminated with
+    it; ``kernel32`` is given by tests. Raises OSError where the worker cannot join one."""
 
     def __init__(self, pid: int, memory_bytes: int, *, kernel32: Any = None) -> None:
         self.reason = ""
@@ -317,10 +281,10 @@ def _kernel32() -> Any:
     return kernel32
 
 
-def contain(process: subprocess.Popen[bytes], memory_bytes: int) -> Containment | None:
-    """The bound of the portable path for the worker ``process``: a Job Object on Windows,
-    a tree watch where ``ps`` runs, None where neither can be had (the worker is then
-    bounded by its per-call deadline and its process-tree kill only)."""
+def contain(process: subprocess.Popen[bytes], memory_bytes: int
+            ) -> JobObject | TreeWatch | None:
+    """A Job Object on Windows, a tree watch where ``ps`` runs, else None (the deadlines and
+    the process-tree kill bound the worker then)."""
     if sys.platform == "win32":
         try:
             return JobObject(process.pid, memory_bytes)

@@ -1,10 +1,6 @@
 """The hardened transport: a worker in a session of its own, read through one selector.
-
-Requests are never written in a way that waits: the request pipe is non-blocking, and
-what it cannot take now is written while a reply is awaited, under that reply's deadline.
-The worker's fds 1 and 2 are a FIFO that is drained while a reply is awaited: the first
-part kept in the sink, the rest spliced away unread and counted. A stop kills the worker's
-session and sweeps /proc for anything that carries its token, in any process group.
+Requests go into a non-blocking pipe, the output FIFO is drained while a reply is awaited
+(past the kept part, spliced away unread), and a stop kills the session and sweeps /proc.
 """
 
 from __future__ import annotations
@@ -20,8 +16,7 @@ from graders.sandbox.output import OutputSink
 from graders.sandbox.privileges import sweep
 from graders.sandbox.transport import OUTPUT_CHUNK_BYTES, REPLY_CHUNK_BYTES, WorkerCommand
 
-#: The most output one drain between calls reads, so that a worker that keeps writing
-#: cannot hold the grader in a drain.
+#: The most output one drain between calls reads: a worker cannot hold the grader there.
 IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES
 
 
@@ -32,10 +27,8 @@ class HardenedTransport:
 
     def __init__(self, command: WorkerCommand, sink: OutputSink, limits: Limits) -> None:
         self._sink, self._token = sink, command.token
-        # The worker's fds 1 and 2 are a FIFO beside its box. Its read end is opened first,
-        # non-blocking, so that neither open waits for the other; once the worker holds the
-        # write end, the name is removed, so nothing else can open the pipe. A pipe has no
-        # size limit to fail a write: it is drained while a reply is awaited.
+        # The worker's fds 1 and 2 are a FIFO beside its box, its read end opened first
+        # (non-blocking: neither open waits), its name removed once the worker holds it.
         fifo = command.cwd.with_name("worker.output")
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo, 0o600)
@@ -113,11 +106,8 @@ class HardenedTransport:
             self._selector.unregister(self._requests)
 
     def _drain_once(self) -> int:
-        """Read one chunk of the worker's output into the sink, without waiting.
-
-        Returns the bytes read, 0 if the pipe is empty now, -1 once every writer has
-        closed it (the worker closed fds 1 and 2, or died).
-        """
+        """Read one chunk of output into the sink without waiting: the bytes read, 0 if
+        the pipe is empty now, -1 once every writer has closed it."""
         if self._output is None:
             return -1
         if self._sink.full and self._discard is not None:

@@ -1,26 +1,9 @@
-"""Landlock for the worker where namespaces are refused: the allowlist without a mount
-namespace (Docker's default profile, which allows the landlock_* calls; an ordinary user
-where bubblewrap cannot run).
-
-The worker restricts itself (:func:`restrict`, from ``worker_main.py``), after the
-privilege drop and before it imports the submission, best-effort for the kernel's ABI
-(:func:`abi_version`):
-
-- ABI 1 and later: it reads and executes only the paths it is given (its runtime, pint's
-  definitions, its interpreter and the libraries it loads), writes only in its box (it
-  executes nothing there, and makes no folder in it: see ``box_watch.py``), and reads
-  nothing else: no host file, no ``/proc`` (so no other process is seen), no ``/dev``
-  but the descriptors it already holds;
-- ABI 2, 3, 5: renaming across folders, truncation and device ioctls are handled too;
-- ABI 4: TCP bind and connect are refused (below the syscall filter, which refuses
-  every socket family but AF_UNIX);
-- ABI 6: signals to processes outside its domain, and abstract unix sockets made outside
-  it, are refused.
-
-Where the kernel has no Landlock (before 5.13, or not enabled) :func:`unavailable` says
-so, the grader reports it, and the syscall filter still applies. Like the filter, this
-file is copied into the worker's runtime folder: the standard library only, and ctypes
-only where a system call is made.
+"""Landlock for the worker where bubblewrap cannot run: the allowlist without a mount
+namespace, applied by the worker itself (:func:`restrict`) before it imports the
+submission, best-effort for the kernel's ABI: read only the paths given, write only its
+box (flat, executing nothing), and from ABI 4 no TCP, from ABI 6 scoped signals and
+abstract sockets (docs/security.md, "Landlock"). Copied into the worker's runtime folder
+like the syscall filter: the standard library only.
 """
 
 from __future__ import annotations
@@ -56,10 +39,9 @@ def abi_version() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     try:
-        version = _syscall(CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
+        return _syscall(CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
     except OSError:  # ENOSYS (no Landlock), EOPNOTSUPP (not enabled at boot)
         return 0
-    return version
 
 
 def unavailable() -> str | None:
@@ -78,9 +60,8 @@ def handled(abi: int) -> tuple[int, int, int]:
 
 
 def restrict(read: Sequence[str], write: Sequence[str]) -> int:
-    """Restrict this process (and what it starts) to reading and executing ``read`` and
-    writing ``write``, refuse TCP and scope it, as far as the kernel's ABI allows; return
-    that ABI. Paths that do not exist are left out. Raises OSError where it cannot."""
+    """Restrict this process to reading ``read`` and writing ``write`` (missing paths left
+    out), refuse TCP and scope it, as the kernel's ABI allows; return that ABI."""
     abi = abi_version()
     if abi < 1:
         raise OSError(errno.ENOSYS, unavailable() or "no Landlock")

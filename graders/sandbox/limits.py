@@ -20,13 +20,9 @@ class Limits:
 
     call_timeout_s: float = 3.0
     import_timeout_s: float = 10.0
-    #: Wall time the student's code may cost one grading in all: every call, every import
-    #: of the submission (and of pint) and every worker restart together. Past it, every
-    #: further call is refused without running ("time budget exhausted"); a call already
-    #: running keeps its own deadline. 150 s lets an honest but slow submission (0.05 s per
-    #: call over the ~1,650 calls of a grading, 83 s) finish with room to spare, and keeps
-    #: the worst case (:attr:`worst_case_s`, 173 s) far inside Gradescope's 10-minute
-    #: default.
+    #: Wall time the student's code may cost one grading in all (calls, imports, restarts);
+    #: past it calls are refused. An honest slow submission (0.05 s a call, ~1,650 calls)
+    #: needs 83 s; the worst case (:attr:`worst_case_s`) stays far under Gradescope's 10 min.
     total_budget_s: float = 150.0
     #: Wall time that timed-out calls, and the worker restarts after them, may spend
     #: together before every call is refused (a part of the total budget).
@@ -35,18 +31,14 @@ class Limits:
     timeouts_per_function: int = 2
     #: Crashes (or unreadable replies) of one function after which it is not called again.
     crashes_per_function: int = 20
-    #: CPU seconds one worker may use; None: :attr:`worst_case_s`, so that CPU time never
-    #: ends a worker that keeps within the time budget (the wall budget is the bound).
+    #: CPU seconds one worker may use; None: :attr:`worst_case_s` (the wall budget bounds).
     cpu_s: int | None = None
     address_space_bytes: int = 2 * 1024**3
     processes: int = 0
-    #: Largest file the submission may write into its folder (its printed output goes to
-    #: a pipe, not a file, and is bounded by ``output_keep_bytes`` instead).
+    #: Largest file the submission may write (its printed output goes to a pipe).
     file_size_bytes: int = 4 * 1024**2
     open_files: int = 64
-    #: Longest reply line the grader reads; a longer one fails its call as garbage and the
-    #: worker is replaced. The worker cuts texts and sequences, so an honest reply is a
-    #: few kB at most.
+    #: Longest reply line the grader reads; a longer one fails its call as garbage.
     max_reply_bytes: int = 64 * 1024
     #: Bytes of the submission's stdout and stderr kept for feedback; the rest is counted
     #: and dropped.
@@ -54,26 +46,18 @@ class Limits:
 
     @property
     def worst_case_s(self) -> float:
-        """The most wall time the student's code can cost one grading.
-
-        The whole time budget, then the one call that may start just before it runs out:
-        a worker restart (import deadline), pint's import (import deadline) and the call
-        (call deadline). The hang budget is part of the time budget.
-        """
+        """The most wall time the student's code can cost one grading: the budget, then a
+        restart, pint's import and the one call that may start just before it runs out."""
         return self.total_budget_s + 2 * self.import_timeout_s + self.call_timeout_s
 
     @property
     def hang_worst_case_s(self) -> float:
-        """The most wall time a submission that hangs everywhere can cost (53 s by default).
-
-        The first import, the hang budget, and the one call and one restart that may
-        start just before the hang budget runs out.
-        """
+        """The most wall time a submission that hangs everywhere can cost: the first import,
+        the hang budget, and one call and one restart just before it runs out (53 s)."""
         return 2 * self.import_timeout_s + self.hang_budget_s + self.call_timeout_s
 
     def worker_limits(self) -> dict[str, int]:
-        """The rlimits the worker applies to itself before importing the submission, and
-        the reply limit it stops building a reply at."""
+        """The rlimits the worker applies to itself, and the reply limit it stops at."""
         return {
             "reply_bytes": self.max_reply_bytes,
             "cpu_s": self.cpu_s if self.cpu_s is not None else _seconds(self.worst_case_s),

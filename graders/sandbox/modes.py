@@ -1,27 +1,6 @@
-"""Which layers confine the student's worker in which mode: one table, as data.
-
-Each layer is a module of its own; a mode is who runs the grader and what the machine
-allows. The header line and ``extra_data.protections`` (``mode``, ``layers``) report the
-row in effect, less any layer this machine lacks (a kernel without Landlock, an
-architecture without the filter's table), which the description names.
-
-===================================  ===  ===  ===  ===  ===  ===
-mode                                 bwr  ll   flt  drp  rlm  swp
-===================================  ===  ===  ===  ===  ===  ===
-root with CAP_SYS_ADMIN               x         x    x    x    x
-root without CAP_SYS_ADMIN            x         x    x    x    x
-root, no bubblewrap                        x    x    x    x    x
-ordinary user                         x         x         x    x
-ordinary user, namespaces refused          x    x         x    x
-root without a sandbox user (tests)             x         x    x
-portable runner                                 x         x
-===================================  ===  ===  ===  ===  ===  ===
-
-(bwr: bubblewrap's allowlist and namespaces; ll: Landlock; flt: the syscall filter; drp:
-the privilege drop; rlm: rlimits; swp: the /proc sweep. As root with CAP_SYS_ADMIN the
-box is a tmpfs of its own in either tool (:mod:`graders.sandbox.box_mount`), reported as
-``box_mount``. The portable runner filters on Linux only, and has rlimits where Python
-has ``resource``.)
+"""Which layers confine the student's worker in which mode: one table, as data (shown
+in docs/security.md, "Supported systems"). A mode is who runs the grader and what the
+machine allows; the protections report the row in effect, less any layer it lacks.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""What this system offers the grader: the hardened runner's needs, or a portable one.
-
-The hardened path (a FIFO drained with ``selectors``, rlimits, the ``/proc`` sweep, the
-privilege drop and job-slot locks as root) needs Linux: the POSIX-only modules ``pwd``,
-``grp``, ``fcntl`` and ``resource``, process groups, FIFOs and ``/proc``. Elsewhere
-(Windows, macOS, or any system lacking one of them) the runner takes its portable path:
-still a separate worker process speaking the same JSON protocol, with its pipes read by
-threads, its per-call deadline enforced by killing its whole process tree, and the same
-output bound and time budget.
-
-Nothing here imports a POSIX-only module at import time: :func:`optional_module` tries
-it when asked. :data:`PROC` is read through this module (tests point it elsewhere to
-play a system without ``/proc``).
+"""What this system offers the grader: the hardened runner's needs (Linux: ``pwd``,
+``grp``, ``fcntl``, ``resource``, process groups, FIFOs, ``/proc``), or the portable one.
+No POSIX-only module is imported at import time; tests point :data:`PROC` elsewhere.
 """
 
 from __future__ import annotations
@@ -65,18 +55,11 @@ class Capabilities:
 
     def why_portable(self) -> str:
         """Why the hardened runner is not used ("" when it is)."""
-        reasons = []
-        if not self.linux:
-            reasons.append(f"{sys.platform} is not Linux")
-        if self.missing_modules:
-            reasons.append("no " + ", ".join(self.missing_modules) + " module")
-        if not self.proc:
-            reasons.append(f"no {PROC}")
-        if not self.fifo:
-            reasons.append("no FIFOs")
-        if not self.process_groups:
-            reasons.append("no process groups")
-        return "; ".join(reasons)
+        reasons = ((not self.linux, f"{sys.platform} is not Linux"),
+                   (bool(self.missing_modules), f"no {', '.join(self.missing_modules)} module"),
+                   (not self.proc, f"no {PROC}"), (not self.fifo, "no FIFOs"),
+                   (not self.process_groups, "no process groups"))
+        return "; ".join(reason for lacking, reason in reasons if lacking)
 
 
 def capabilities() -> Capabilities:
@@ -98,8 +81,7 @@ def effective_uid() -> int | None:
 
 
 def running_as_root() -> bool:
-    """Whether the grader runs as root on a system where that enables the privilege drop
-    (the hardened path's): never on Windows or without ``pwd``/``fcntl``/``/proc``."""
+    """Whether the grader runs as root where that enables the privilege drop (hardened)."""
     return effective_uid() == 0 and capabilities().hardened
 
 
@@ -110,16 +92,14 @@ def owned_by_me(uid: int) -> bool:
 
 
 def new_group_options() -> dict[str, object]:
-    """Popen options that start a worker as the head of a process tree it can be killed
-    with: its own session (POSIX) or a new process group (Windows)."""
+    """Popen options that start a worker at the head of a tree it can be killed with."""
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     return {"start_new_session": True}
 
 
 def kill_tree(process: subprocess.Popen[bytes]) -> None:
-    """Kill ``process`` and everything it started: its process group on POSIX,
-    ``taskkill /T /F`` on Windows. Never raises."""
+    """Kill ``process`` and everything it started (``taskkill /T /F`` on Windows)."""
     if sys.platform == "win32":
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)],

@@ -1,10 +1,6 @@
-"""The portable transport, where the hardened one cannot run (see
-:mod:`graders.sandbox.platforms`): plain pipes, each served by a daemon thread.
-
-The replies are read into a bounded queue and the output into the sink; the requests are
-written from a queue, so that a worker that stops reading blocks that thread, never the
-grader (whose reply deadline then kills the worker, which ends the write). A stop kills
-the worker's process tree (its process group, or ``taskkill /T /F`` on Windows).
+"""The portable transport, where the hardened one cannot run: plain pipes, each served by
+a daemon thread (a worker that stops reading blocks the writer thread, never the grader);
+a stop kills the worker's process tree.
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ from graders.sandbox.limits import Limits
 from graders.sandbox.output import OutputSink
 from graders.sandbox.transport import OUTPUT_CHUNK_BYTES, REPLY_CHUNK_BYTES, WorkerCommand
 
-#: Seconds a stop waits, after the worker is killed, for the output thread to take in
-#: what the worker wrote before it died.
+#: Seconds a stop waits for the output thread to take in what the killed worker wrote.
 OUTPUT_JOIN_S = 1.0
 
 
@@ -78,8 +73,7 @@ class PortableTransport:
 
     def stop(self) -> None:
         """Kill the worker's process tree, then give the output thread a moment to take in
-        what the worker wrote before it died (a process it started in a session of its own
-        may keep the pipe open: the thread is a daemon, and is left to it)."""
+        what it wrote (a process left in a session of its own may keep the pipe open)."""
         if self._containment is not None:  # first: it finds the worker's tree through it
             self._containment.close()
         platform_support.kill_tree(self.process)
@@ -92,8 +86,7 @@ class PortableTransport:
 
 
 def _pump(stream: Any, size: int, take: Callable[[bytes], object], end: bytes | None) -> None:
-    """Pass what ``stream`` gives to ``take``, a chunk at a time, until it ends; then close
-    it, and pass on ``end``, the end's marker, if there is one."""
+    """Pass ``stream``'s chunks to ``take`` until it ends, then close it and pass ``end``."""
     with contextlib.suppress(Exception):
         while chunk := stream.read1(size):
             take(chunk)

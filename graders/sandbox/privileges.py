@@ -1,14 +1,6 @@
-"""Privilege separation for the student worker when the grader runs as root.
-
-The worker then runs as an unprivileged sandbox user with no supplementary groups
-and umask 077, from an interpreter and a runtime folder that user can read, while
-the grader's own folders (the reference, the grading suite, the project checkout)
-are closed to it. Without root none of this is possible; the grader says so.
-
-Each grading holds its sandbox user alone: :func:`claim_sandbox_user` locks it (a
-``flock`` in a root-only folder, released by :meth:`SandboxClaim.release` or when the
-process dies), so two gradings at the same time never share a uid, and whatever that
-uid owns after a grading can be removed without touching another grading.
+"""Privilege separation as root: sandbox users, each held by one grading alone (a
+``flock``), an interpreter they can run, and the grader's folders closed to them
+(docs/security.md, "Privilege separation").
 """
 
 from __future__ import annotations
@@ -38,17 +30,16 @@ from graders.sandbox.cleanup import (
     report_problems,
     sweep_user,
 )
+from graders.sandbox.cleanup import traversable_by_others as traversable_by_others  # re-exported
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
 from graders.sandbox.platforms import running_as_root as running_as_root  # re-exported
 from graders.sandbox.runtime import publish_folder
 
-#: The default sandbox user names a pool: each grading claims the first free
-#: ``serving-sandbox-N`` (N from 1 to MAX_POOL_USERS).
+#: The default sandbox user names a pool: ``serving-sandbox-1`` to ``-MAX_POOL_USERS``.
 MAX_POOL_USERS = 64
 #: Where sandbox users' locks live (root-only); without /run, a folder in the temp folder.
 LOCK_FOLDER = Path("/run/serving-grader")
-#: ``NAME:FD``: a lock on sandbox user NAME that the parent process holds for this one,
-#: passed down as descriptor FD (a regrade job's slot user, for its ``graders grade``).
+#: ``NAME:FD``: the parent's lock on sandbox user NAME, passed down as descriptor FD.
 LOCK_VARIABLE = "SERVING_GRADER_SANDBOX_LOCK"
 #: Environment variable that marks every process a worker starts, for the final sweep.
 TOKEN_VARIABLE = "SERVING_GRADER_TOKEN"
@@ -58,39 +49,31 @@ _STDLIB_SKIP = ("site-packages", "dist-packages", "test", "tests", "idlelib", "t
 
 
 class SandboxError(GraderFailure):
-    """The sandbox user or a reachable interpreter cannot be set up (a grader failure:
-    never the submission's doing; a sandbox user that can never serve, such as one of uid
-    0, is a :class:`SettingsError` instead)."""
+    """The sandbox user or a reachable interpreter cannot be set up (a grader failure;
+    a user that can never serve, such as uid 0, is a :class:`SettingsError`)."""
 
 
 class SandboxClaim:
-    """This process's exclusive hold on a sandbox user: an open descriptor with a ``flock``
-    on the user's lock file. Closing it (or the process dying) gives the user back."""
+    """This process's hold on a sandbox user: a descriptor with a ``flock`` on the user's
+    lock file. Closing it (or the process dying) gives the user back."""
 
     def __init__(self, name: str, fd: int) -> None:
         self.name = name
-        self._fd: int | None = fd
+        #: The descriptor holding the lock (None once released), to pass down to a child.
+        self.fd: int | None = fd
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
-
-    @property
-    def fd(self) -> int | None:
-        """The descriptor holding the lock, to pass down to a child process."""
-        return self._fd
+        return self.fd is not None
 
     def inheritance(self) -> dict[str, str]:
-        """The environment that lets a child process (started with ``pass_fds=(fd,)``)
-        take over this hold rather than wait for it."""
-        return lock_inheritance(self.name, self._fd) if self._fd is not None else {}
+        """The environment that lets a child (given ``pass_fds=(fd,)``) take over this hold."""
+        return lock_inheritance(self.name, self.fd) if self.fd is not None else {}
 
     def release(self, _close: Callable[[int], None] = os.close) -> None:
-        """Give the user back (idempotent), also when an unreleased claim is dropped, with
-        no module lookups then (they may fail while the interpreter shuts down). The
-        descriptor is closed, never unlocked: a lock inherited from a parent stays the
-        parent's."""
-        fd, self._fd = self._fd, None
+        """Give the user back (idempotent; also as ``__del__``, so no module lookups). The
+        descriptor is closed, never unlocked: an inherited lock stays the parent's."""
+        fd, self.fd = self.fd, None
         if fd is not None:
             try:
                 _close(fd)
@@ -110,8 +93,7 @@ class SandboxUser:
     name: str
     uid: int
     gid: int
-    #: This grading's exclusive hold on the user, if it has one: then everything the user
-    #: owns after the grading is the grading's, and is removed.
+    #: This grading's exclusive hold on the user, if any: then its leftovers are removed.
     claim: SandboxClaim | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -136,8 +118,7 @@ class WorkerPython:
 
 
 def protected_folders() -> list[Path]:
-    """The grader's own folders: the reference, the grader with its suite, and the project
-    checkout they were installed from (if any)."""
+    """The grader's own folders: the reference, the grader, and their checkout (if any)."""
     import importlib.util
 
     import graders
@@ -154,14 +135,9 @@ def protected_folders() -> list[Path]:
 
 
 def claim_sandbox_user(name: str = DEFAULT_SANDBOX_USER) -> SandboxUser:
-    """A sandbox user held by this grading alone, created if missing, with nothing left of
-    earlier gradings (its processes, files in shared folders and IPC objects removed).
-
-    The default name claims the first free user of the pool ``serving-sandbox-1`` to
-    ``-64``. Any other name is that user exactly: if another grading holds it, this is
-    refused (a lock passed down by a parent that holds it, see :data:`LOCK_VARIABLE`,
-    is taken over instead).
-    """
+    """A sandbox user held by this grading alone, created if missing and swept: the first
+    free one of the pool for the default name, else that user exactly (refused when
+    another grading holds it, taken over when a parent passed its lock down)."""
     _check_name(name)
     if name == DEFAULT_SANDBOX_USER:
         for attempt in range(2):
@@ -231,15 +207,13 @@ def lock_inheritance(name: str, fd: int) -> dict[str, str]:
 
 
 def passed_lock(environment: Mapping[str, str]) -> tuple[str, int] | None:
-    """The user name and lock descriptor :data:`LOCK_VARIABLE` names in ``environment``,
-    if it names one (whether the descriptor holds the lock is not checked here)."""
+    """The user name and lock descriptor :data:`LOCK_VARIABLE` names (not checked)."""
     name, _, number = environment.get(LOCK_VARIABLE, "").rpartition(":")
     return (name, int(number)) if name and number.isdigit() else None
 
 
 def _inherited_claim(name: str) -> SandboxClaim | None:
-    """The claim on ``name`` a parent passed down (:data:`LOCK_VARIABLE`), if it is one:
-    the descriptor must be open on that user's lock file and hold its lock."""
+    """The claim on ``name`` a parent passed down, if its descriptor holds that lock."""
     passed = passed_lock(os.environ)
     if passed is None or passed[0] != name:
         return None
@@ -247,8 +221,7 @@ def _inherited_claim(name: str) -> SandboxClaim | None:
     import fcntl  # POSIX-only, so imported here: this module imports anywhere
 
     try:
-        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != \
-                _identity(_lock_folder() / f"{name}.lock"):
+        if not os.path.samestat(os.fstat(fd), (_lock_folder() / f"{name}.lock").stat()):
             return None
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the parent's own lock: granted
         os.set_inheritable(fd, False)
@@ -258,16 +231,8 @@ def _inherited_claim(name: str) -> SandboxClaim | None:
     return SandboxClaim(name, fd)
 
 
-def _identity(path: Path) -> tuple[int, int]:
-    info = path.stat()
-    return info.st_dev, info.st_ino
-
-
 def ensure_sandbox_user(name: str) -> SandboxUser:
-    """The sandbox account ``name``, created (system account, no home, no login) if missing.
-
-    This does not claim it: a grading uses :func:`claim_sandbox_user`.
-    """
+    """The sandbox account ``name``, created (no home, no login) if missing; not claimed."""
     _check_name(name)
     import pwd  # POSIX-only, so imported here: this module imports anywhere
 
@@ -283,8 +248,7 @@ def ensure_sandbox_user(name: str) -> SandboxUser:
 
 
 def _create_user(name: str) -> None:
-    """Create the account; retried for a while, since gradings that start together may
-    create their users together and useradd then finds /etc/passwd locked."""
+    """Create the account; retried, since useradd fails while another locks /etc/passwd."""
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
     command = [useradd, "--system", "--user-group", "--no-create-home",
                "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name]
@@ -312,12 +276,9 @@ _USERADD_ATTEMPTS = 10
 
 
 def grading_parent(sandbox: SandboxUser | None) -> Path | None:
-    """Where a grading makes its folders (the worker's box among them): None for the
-    temporary folder, unless a sandbox user could not reach it (a ``TMPDIR`` of mode 700);
-    then :data:`GRADINGS_FOLDER`, which this user owns and every user may traverse.
-
-    Raises :class:`SandboxError`, saying what to do, when there is no such folder either.
-    """
+    """Where a grading makes its folders: None for the temporary folder, or
+    :data:`GRADINGS_FOLDER` where the sandbox user cannot reach that; SandboxError when
+    it can reach neither."""
     temp = Path(tempfile.gettempdir())
     if sandbox is None or traversable_by_others(temp):
         return None
@@ -338,29 +299,15 @@ def grading_parent(sandbox: SandboxUser | None) -> Path | None:
                        "one that is, such as /tmp")
 
 
-def traversable_by_others(path: Path) -> bool:
-    """Whether a user with no ownership or group rights can pass through ``path``."""
-    try:
-        return all(folder.stat().st_mode & stat.S_IXOTH
-                   for folder in [path.resolve(), *path.resolve().parents])
-    except OSError:
-        return False
-
-
 def reachable_by_others(path: Path, *, execute: bool = False) -> bool:
     """Whether a user with no ownership or group rights can read (and execute) ``path``."""
     path = path.resolve()
-    for folder in reversed(path.parents):
-        if not folder.stat().st_mode & stat.S_IXOTH:
-            return False
-    mode = path.stat().st_mode
     need = stat.S_IROTH | (stat.S_IXOTH if execute or path.is_dir() else 0)
-    return mode & need == need
+    return traversable_by_others(path.parent) and path.stat().st_mode & need == need
 
 
 def worker_python() -> WorkerPython:
-    """This interpreter if others can run it, else a cached copy of it that they can (or,
-    when there is no usable cache folder, a copy for this run: see ``private``)."""
+    """This interpreter if others can run it, else a copy of it that they can."""
     executable = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     library = shared_library()
@@ -383,9 +330,7 @@ def shared_library() -> Path | None:
 
 
 def _cached_copy(executable: Path, stdlib: Path, library: Path | None) -> tuple[Path, bool]:
-    """The interpreter copy in the cache folder, built once; or, without a usable cache
-    folder (or when the cached one cannot be replaced), a copy for this run alone.
-    Returns the folder and whether it is private to this run."""
+    """The cached interpreter copy, or else one for this run; and whether it is private."""
     digest = hashlib.sha256(f"{executable}:{executable.stat().st_mtime_ns}:{sys.version}"
                             .encode()).hexdigest()[:20]
     name = f"serving-grader-python-{os.geteuid()}-{digest}"
@@ -456,10 +401,8 @@ def _open_to_others(root: Path) -> None:
 
 def close_to_others(paths: Iterable[Path], *, sandbox_gid: int | None = None
                     ) -> list[tuple[Path, int, int]]:
-    """Remove every right of "others" on ``paths`` (folders then cannot be entered), and of
-    the group too where it is ``sandbox_gid`` (a named sandbox user's primary group); the
-    folder's own group keeps its rights, so that staff in it can still grade. Returns
-    what changed: (path, mode before, mode after)."""
+    """Remove every right of "others" on ``paths``, and of the group where it is
+    ``sandbox_gid``; return (path, mode before, mode after) of each change."""
     changed = []
     for path in paths:
         if path.exists() and not path.is_symlink():
@@ -473,9 +416,7 @@ def close_to_others(paths: Iterable[Path], *, sandbox_gid: int | None = None
 
 
 def closed_note(changed: Iterable[tuple[Path, int, int]]) -> str | None:
-    """One line that says which folders a root grading closed (:func:`close_to_others`),
-    why, who can still grade, and how to let other staff grade without reopening them;
-    None when nothing changed."""
+    """The note on what :func:`close_to_others` changed and how staff grade, or None."""
     changed = list(changed)
     if not changed:
         return None
@@ -502,6 +443,5 @@ def _group_name(gid: int) -> str:
 
 
 def sweep(token: str) -> list[int]:
-    """SIGKILL every process whose environment carries ``token``; return their pids (none
-    without /proc: the runner kills the worker's tree instead)."""
+    """SIGKILL every process whose environment carries ``token``; return their pids."""
     return kill_marked(f"{TOKEN_VARIABLE}={token}\0")

@@ -1,16 +1,8 @@
 """Runs student calls in a separate, limited interpreter and returns plain data: the protocol.
 
-One worker process serves many calls, one JSON line each (:mod:`graders.sandbox.calls`). A
-call that raises fails alone; a crash, a hang past the deadline or a garbage reply kills the
-worker and whatever it started, and a fresh worker serves the next call. Calls are refused
-past the bounds of :mod:`graders.sandbox.budget`, so that a submission that hangs everywhere
-is graded within a stated bound. Each reply line is read through a bounded buffer, and the
-submission's stdout and stderr go into a bounded :mod:`graders.sandbox.output` sink.
-
-Every read and write has a deadline, and every wait is cut into slices of at most
-:data:`MAX_WAIT_S`, so that any deadline, however long, can be waited for. The bytes travel
-by a :mod:`graders.sandbox.transport`, hardened or portable (see
-:mod:`graders.sandbox.platforms`): the protocol, its deadlines, bounds and budget are one.
+One worker serves many calls, one JSON line each; a crash, a hang or a garbage reply kills
+it and a fresh one serves the next call. Every read and write has a deadline, every wait
+at most :data:`MAX_WAIT_S`; the bounds are docs/security.md's "How student code runs".
 """
 
 from __future__ import annotations
@@ -57,15 +49,13 @@ from graders.sandbox.transport import Transport, WorkerCommand
 from graders.sandbox.wire import bounded, has_quantity
 from graders.sandbox.worker_command import WorkerSetup
 
-#: :meth:`StudentRunner.call_many` keeps at most this many request bytes unanswered, well
-#: under a pipe's 64 KiB, so that writing a request never waits for the worker.
+#: Request bytes :meth:`StudentRunner.call_many` leaves unanswered: under a pipe's 64 KiB.
 PIPELINE_BYTES = 32 * 1024
 
 
 @dataclass
 class _Worker:
-    """One worker as the protocol sees it: its transport, the reply bytes read and not yet
-    taken as lines, and whether it has imported the submission."""
+    """One worker: its transport, reply bytes not yet taken as lines, whether it is ready."""
 
     transport: Transport
     buffer: bytearray = field(default_factory=bytearray)
@@ -74,10 +64,7 @@ class _Worker:
 
 class StudentRunner:
     """A student's ``serving.py`` behind a process boundary; use as a context manager.
-
-    ``budget`` is the grading's time budget, to share it with another runner of the same
-    grading; by default the runner has one of its own, from ``limits``.
-    """
+    ``budget`` shares a grading's time budget with another runner (default: its own)."""
 
     def __init__(self, submission: bytes, *, limits: Limits | None = None,
                  root: Path | None = None, sandbox: SandboxUser | None = None,
@@ -145,16 +132,15 @@ class StudentRunner:
         self._worker: _Worker | None = None
         self._next_id = 0
         self._import_error: str | None = None
-        #: Why the worker could not install its syscall filter: a grader failure, raised
-        #: again by every later call (no student code runs without the filter).
+        #: Why the worker could not confine itself: raised again by every later call.
         self._filter_error: str | None = None
         self._strikes = Strikes(self.limits)
         self._pint_ready = False
         self._started = False
         self._imported = False
         self.calls = 0
-        #: Whether a worker imports the box's serving.py, which it can rewrite (not in
-        #: bubblewrap, which gets it from a descriptor): put back before each later worker.
+        #: Whether the box's serving.py, which a worker can rewrite, is put back before
+        #: each later worker (bubblewrap gets it from a descriptor instead).
         self._restores = protections.tool != "bubblewrap"
         #: What bounds the box in total where it is a plain host folder (Landlock's modes).
         self._watch = BoxWatch(self._box, SUBMISSION_NAME) \
@@ -190,23 +176,17 @@ class StudentRunner:
 
     @property
     def protections(self) -> Protections:
-        """Which protections the worker runs under (the row of
-        :data:`graders.sandbox.modes.MODES` and its layers), with a line that says so."""
+        """Which protections the worker runs under, with a line that says so."""
         return self._setup.protections
 
     @property
     def time_spent_s(self) -> float:
-        """Wall time the student's code has cost the grading so far (calls, imports and
-        restarts, of every runner sharing this one's budget)."""
+        """Wall time the student's code has cost the grading so far (the shared budget's)."""
         return self.budget.spent_s
 
     def output_summary(self, since: OutputMark | None = None) -> OutputSummary:
-        """What the submission has printed so far (or since ``since``): the kept text and
-        the total byte count.
-
-        Reads what the worker's output pipe holds now, without waiting: the worker flushes
-        its stdout and stderr before each reply, so a finished call's output is included.
-        """
+        """What the submission has printed so far (or since ``since``), read without
+        waiting: the worker flushes its output before each reply."""
         self._drain()
         return self._output.summary(since)
 
@@ -220,16 +200,12 @@ class StudentRunner:
             self._worker.transport.drain()
 
     def echo_output(self, echo: Callable[[bytes], None] | None) -> None:
-        """Pass every kept chunk of the submission's output to ``echo`` as it is read (None:
-        stop), e.g. to show it live under ``pytest -s``."""
+        """Pass each kept chunk of output to ``echo`` as it is read (None: stop)."""
         self._output.echo = echo
 
     def close(self) -> None:
-        """Stop the worker and remove what this run made or its worker left: the private
-        folder (or the box, in a root it was given), a runtime or interpreter copy made for
-        this run alone, and, when this grading holds its sandbox user alone, every process,
-        shared-folder entry and SysV IPC object of that user. Never raises: results are
-        written after it. What cannot be removed is reported on stderr."""
+        """Stop the worker and remove what this run made or its worker left (with its
+        sandbox user's leftovers, when held alone). Never raises; problems go to stderr."""
         with deferred_signals():  # stopped half way, it would leave processes and folders
             self._close()
 
@@ -260,11 +236,8 @@ class StudentRunner:
     def call(self, function: str, args: Sequence[Any] = (),
              kwargs: Mapping[str, Any] | None = None,
              fields: Sequence[str] | None = None) -> CallOutcome:
-        """Call ``function`` in the worker and return its result as plain data.
-
-        Its wall time, with the import or restart it may need, is charged to the total
-        time budget; once the budget is spent, calls are refused without running.
-        """
+        """Call ``function`` in the worker and return its result as plain data; its wall
+        time is charged to the budget, past which calls are refused without running."""
         refusal = self._refusal(function)
         if refusal is not None:
             return refusal
@@ -281,19 +254,12 @@ class StudentRunner:
             return self._outcome(function, reply)
 
     def call_many(self, calls: Sequence[CallRequest]) -> Generator[CallOutcome, None, None]:
-        """The outcomes of ``calls``, in order, exactly as :meth:`call` would give them
-        one after another (the worker sees the same calls in the same order), for any
-        submission that leaves the protocol's pipes alone. One that reads the requests
-        written ahead from them can see the coming inputs (of visible cases only: hidden
-        ones are asked one at a time, in a worker of their own) and make calls fail;
-        each failure is a timeout, crash or bad reply as in :meth:`call`, within the
-        same deadlines and budget.
+        """The outcomes of ``calls``, in order, as :meth:`call` gives them one after
+        another, with requests written ahead (at most :data:`PIPELINE_BYTES` unanswered).
 
-        Requests are written ahead of the replies (at most :data:`PIPELINE_BYTES`
-        unanswered), so the worker computes the next calls while the caller handles an
-        outcome. Each call's timeout runs from when its reply is awaited, and only the
-        waiting is charged to the budget. After a call that fails (timeout, crash, a bad
-        reply), or once one is refused, the rest are made one by one by :meth:`call`.
+        A submission that reads the requests written ahead sees coming visible inputs and
+        can make calls fail, within the same deadlines and budget. Each timeout runs from
+        when its reply is awaited; after a failed or refused call the rest go by :meth:`call`.
         """
         pending: collections.deque[tuple[int, int, int]] = collections.deque()
         in_flight = 0  # request bytes written and not answered
@@ -335,9 +301,8 @@ class StudentRunner:
 
     def _pipelined_send(self, request: CallRequest, *, idle: bool
                         ) -> tuple[int, int] | Literal["wait"] | None:
-        """Write ``request``; (id, bytes), "wait" when it needs the pint import first and
-        the worker is busy, or None when the worker cannot be reached (the call is then
-        made by :meth:`call`). Time spent here is charged to the budget, as in call()."""
+        """Write ``request``: (id, bytes), "wait" when it needs pint first and the worker
+        is busy, or None when the worker cannot be reached (then :meth:`call` makes it)."""
         with self.budget.charged():
             try:
                 worker = self._ensure_worker()
@@ -368,8 +333,7 @@ class StudentRunner:
 
     def _drop_pipeline(self, pending: collections.deque[tuple[int, int, int]],
                        calls: Sequence[CallRequest]) -> None:
-        """Read and discard the replies of requests written but not consumed (the caller
-        stopped early), so the next call finds the worker idle."""
+        """Discard the replies the caller, stopping early, left, so the worker is idle."""
         with contextlib.suppress(WorkerGone):
             for ident, _, position in pending:
                 self._answer(calls[position].function, ident)
@@ -405,9 +369,7 @@ class StudentRunner:
         return None if why is None else CallOutcome("abandoned", message=why)
 
     def start(self, *, preload_pint: bool = True) -> None:
-        """Start the worker now, without waiting: it imports the submission (and pint,
-        when ``preload_pint``) while the grader goes on. The first call waits for it to be
-        ready."""
+        """Start the worker, which imports the submission (and pint), without waiting."""
         if self._worker is None and self._import_error is None:
             with self.budget.charged():
                 self._launch(preload_pint=preload_pint)
@@ -429,8 +391,7 @@ class StudentRunner:
         return worker
 
     def _restore_submission(self) -> None:
-        """Write the submitted file into the box again, for the next worker: an earlier one
-        may have rewritten it, or left a link there (removed, never followed)."""
+        """Write serving.py into the box again (an earlier worker may have changed it)."""
         path = self._box / SUBMISSION_NAME
         self._box.chmod(0o700)  # as made: a worker of the grader's own uid may have changed it
         report_problems(remove_tree(path))
@@ -442,8 +403,7 @@ class StudentRunner:
 
     @functools.cached_property
     def _worker_init(self) -> dict[str, Any]:
-        """The ``init`` request's part that is the same for every worker of this runner
-        (Landlock's rules among it: worked out once, not at every restart)."""
+        """The ``init`` request, the same for every worker of this runner."""
         init = {"op": "init", "submission": str(self._setup.worker_box / SUBMISSION_NAME),
                 "path": [str(self._runtime)], "definitions": str(self._definitions),
                 "limits": self.limits.worker_limits(),
@@ -487,9 +447,8 @@ class StudentRunner:
         return worker
 
     def _confirm_filter(self, worker: _Worker) -> None:
-        """Read the worker's first line, written before any student code runs: whether it
-        installed its syscall filter. Where it could not, no student code runs at all:
-        the grading fails as the grader's failure (SandboxError), not the submission's."""
+        """Read the worker's first line, written before any student code runs: where it
+        could not confine itself, the grading fails as the grader's (SandboxError)."""
         reply = self._read_reply(worker, self.limits.import_timeout_s, None, ident=None)
         wanted = self._setup.protections
         if (reply.get("syscall_filter"), reply.get("landlock", 0)) == \
@@ -532,9 +491,7 @@ class StudentRunner:
             raise
 
     def _read_line(self, worker: _Worker, deadline: float, timeout_s: float) -> bytes:
-        """The next reply line, read through a buffer that never holds more than
-        ``max_reply_bytes`` plus one chunk; the line fails once the buffer holds more than
-        a reply may, or the deadline has passed."""
+        """The next reply line; it fails past ``max_reply_bytes`` or the deadline."""
         limit = self.limits.max_reply_bytes
         buffer = worker.buffer
         scanned = 0

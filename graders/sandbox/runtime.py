@@ -1,10 +1,6 @@
 """The worker's runtime folder (the worker script, its syscall filter and Landlock rules,
 pint with its dependencies, nothing else), and pint's parsed definitions for the worker
-and for the grader, each built once and reused.
-
-The worker runs with ``-I -S``, so it sees the standard library and this folder
-only: neither the grader, nor ``reference/``, nor the rest of site-packages.
-"""
+and for the grader, each built once and reused."""
 
 from __future__ import annotations
 
@@ -83,10 +79,8 @@ def _runtime_key() -> str:
     packages = _pint_package().parent
     digest = hashlib.sha256()
     digest.update(sys.version.encode())
-    digest.update(WORKER_SCRIPT.read_bytes())
-    digest.update(FILTER_MODULE.read_bytes())
-    digest.update(LANDLOCK_MODULE.read_bytes())
-    digest.update(Path(__file__).read_bytes())  # how the folder is built
+    for source in (WORKER_SCRIPT, FILTER_MODULE, LANDLOCK_MODULE, Path(__file__)):
+        digest.update(source.read_bytes())  # this file: how the folder is built
     digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
     return digest.hexdigest()[:20]
 
@@ -102,12 +96,8 @@ def _manifest(folder: Path) -> str:
 
 
 def _is_trusted(folder: Path) -> bool:
-    """A complete runtime folder owned by this user whose files are exactly as built.
-
-    The contents are checked against the manifest written at build time, so a worker
-    that ran as this user (without the privilege drop) cannot leave a tampered runtime
-    for later gradings.
-    """
+    """A complete folder owned by this user whose files match its manifest: an
+    unconfined worker cannot leave a tampered one for later gradings."""
     try:
         info = folder.lstat()
     except FileNotFoundError:
@@ -123,18 +113,13 @@ def _is_trusted(folder: Path) -> bool:
 
 
 def cached_runtime(private_parent: Path) -> Path:
-    """The runtime folder for this Python and these packages, built once and then reused
-    (see :func:`cached_folder`)."""
+    """The runtime folder for this Python and these packages (:func:`cached_folder`)."""
     return cached_folder("runtime", _runtime_key(), prepare_runtime, private_parent)
 
 
 def worker_definitions(runtime: Path, private_parent: Path) -> Path:
-    """pint's parsed definitions as the worker's pint (the copy in ``runtime``) reads them.
-
-    pint keeps the definition files' paths in its cache, so each copy of pint needs a
-    cache of its own: this one is written by a Python that imports pint from ``runtime``,
-    as the worker does, and is readable by the sandbox user.
-    """
+    """pint's parsed definitions for the pint copy in ``runtime`` (pint's cache keeps the
+    definition files' paths), written by a Python that imports pint from there."""
     def build(staging: Path) -> None:
         subprocess.run([sys.executable, "-I", "-S", "-B", "-c", _BUILD_WORKER_DEFINITIONS,
                         str(runtime), str(staging)],
@@ -163,14 +148,9 @@ def grader_definitions(private_parent: Path) -> Path:
 
 def cached_folder(kind: str, key: str, build: Callable[[Path], object],
                   private_parent: Path) -> Path:
-    """A folder ``build`` fills, kept under ``kind`` and ``key`` and reused while trusted.
-
-    It lives in the grader's cache folder, owned by this user and read-only to others; it
-    is built in a private folder and renamed into place, so a half-built one is never
-    used, and checked against its manifest before every use. When the shared folder has
-    been tampered with (or belongs to someone else), a private one is built in
-    ``private_parent`` instead, which its owner removes after the run.
-    """
+    """A folder ``build`` fills, kept in the cache folder under ``kind`` and ``key``:
+    built aside and renamed into place, reused while it matches its manifest; where the
+    shared one is not trusted, a private one in ``private_parent``, for this run."""
     shared = cache_folder() or private_parent  # one place whatever TMPDIR is (cleanup.py)
     folder = _cached_path(shared, kind, key)
     if _is_trusted(folder):
@@ -195,8 +175,7 @@ def _cached_path(shared: Path, kind: str, key: str) -> Path:
 
 
 def trusted_cached_folder(kind: str, key: str) -> Path | None:
-    """The shared folder :func:`cached_folder` built under ``kind`` and ``key``, if it is
-    there and trusted; builds nothing."""
+    """The trusted shared folder of ``kind`` and ``key``, if there; builds nothing."""
     shared = cache_folder()
     if shared is None:
         return None
@@ -205,8 +184,7 @@ def trusted_cached_folder(kind: str, key: str) -> Path | None:
 
 
 def trusted_cached_folders(kind: str, key_prefix: str) -> list[Path]:
-    """Every trusted shared folder built under ``kind`` with a key starting with
-    ``key_prefix`` (sorted by name); builds nothing."""
+    """Every trusted shared folder of ``kind`` whose key starts with ``key_prefix``."""
     shared = cache_folder()
     if shared is None:
         return []
@@ -216,11 +194,8 @@ def trusted_cached_folders(kind: str, key_prefix: str) -> list[Path]:
 
 
 def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool]) -> Path:
-    """Rename a complete ``staging`` folder to ``folder`` and return the one to use.
-
-    If the rename fails, another grader won the race (use its folder when ``trusted``)
-    or a foreign folder is in the way (use ``staging``, complete and ours, for this run).
-    """
+    """Rename a complete ``staging`` folder to ``folder``; the one to use: on a lost race
+    the winner's when ``trusted``, else ``staging``, for this run."""
     try:
         os.rename(staging, folder)
     except OSError:
@@ -232,9 +207,7 @@ def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool])
 
 
 def prepare_runtime(destination: Path) -> Path:
-    """Copy the worker script, its syscall filter, its Landlock rules and pint's installed
-    closure into ``destination`` (pint's parsed definitions are a folder of their own:
-    :func:`worker_definitions`)."""
+    """Copy the worker script, its two layers and pint's closure into ``destination``."""
     destination.mkdir(parents=True, exist_ok=True)
     shutil.copy2(WORKER_SCRIPT, destination / WORKER_SCRIPT.name)
     for layer in (FILTER_MODULE, LANDLOCK_MODULE):

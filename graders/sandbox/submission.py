@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from graders.errors import SubmissionError
@@ -40,8 +41,7 @@ def import_error_message(error: str) -> str:
 
 
 def _installed(module: str) -> bool:
-    """Whether ``module`` is a package installed where the grader runs (looked up, not
-    imported)."""
+    """Whether ``module`` is installed where the grader runs (looked up, not imported)."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -90,35 +90,21 @@ def not_python(name: str) -> str:
     return f"{name!r} is {what}"
 
 
-def _other_files(folder: Path) -> list[Path]:
-    """The files of ``folder`` a student may have meant as the submission (a notebook, an
-    archive, a file named ``serving...``), hidden and skipped folders left out."""
-    found = []
-    for parent, subfolders, files in os.walk(folder):
-        depth = len(Path(parent).relative_to(folder).parts)
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith(".")
-                               and name not in SKIPPED_FOLDERS and depth < SEARCH_DEPTH)
-        found += [Path(parent) / name for name in sorted(files)
-                  if not name.startswith(".") and (name.startswith("serving")
-                                                  or Path(name).suffix.lower() in OTHER_FORMATS)]
-    return found
-
-
-def _python_files(folder: Path) -> list[Path]:
-    """The ``.py`` files of ``folder`` and its subfolders, hidden and skipped ones left out,
-    down to :data:`SEARCH_DEPTH`; links are listed, never followed."""
+def _files(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
+    """The files of ``folder`` and its subfolders (down to :data:`SEARCH_DEPTH`) whose
+    name is ``wanted``, hidden and skipped ones left out; links are listed, never followed."""
     found = []
     for parent, subfolders, files in os.walk(folder):  # never follows links
         depth = len(Path(parent).relative_to(folder).parts)
         subfolders[:] = sorted(name for name in subfolders if not name.startswith(".")
                                and name not in SKIPPED_FOLDERS and depth < SEARCH_DEPTH)
         found += [Path(parent) / name for name in sorted(files)
-                  if name.endswith(".py") and not name.startswith(".")]
+                  if not name.startswith(".") and wanted(name)]
     return found
 
 
 def _nested(folder: Path) -> Path:
-    files = _python_files(folder)
+    files = _files(folder, lambda name: name.endswith(".py"))
     exact = [path for path in files if path.name == SUBMISSION_NAME]
     near = [path for path in files if path.name.startswith("serving")]
     if len(exact) == 1:
@@ -134,7 +120,9 @@ def _nested(folder: Path) -> Path:
     more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
     what = (f"found {len(near)} .py files named serving...: {listed}{more}; keep one"
             if near else f"found {listed}{more}" if files else "found no .py file")
-    others = [] if files else _other_files(folder)
+    # a notebook, an archive or a file named serving... the student may have meant
+    others = [] if files else _files(folder, lambda name: name.startswith("serving")
+                                     or Path(name).suffix.lower() in OTHER_FORMATS)
     meant = f"{not_python(str(others[0].relative_to(folder)))}; " if others else ""
     raise SubmissionError(f"{SUBMISSION_NAME} not found in submission folder {str(folder)!r} "
                           f"or its subfolders ({what}); {meant}{SUBMIT_ONE}")

@@ -1,38 +1,11 @@
-"""The worker's syscall filter: one table of refused system calls, a reason on each row.
+"""The worker's syscall filter: one table of refused system calls (:data:`RULES`), a
+reason on each row, assembled into a seccomp BPF program for x86_64 and aarch64 and
+installed by every Linux worker before it imports the submission (:func:`install`); on
+the portable runner a second one refuses new processes (:func:`process_program`).
 
-Namespaces leave shared what the kernel does not namespace, and where bubblewrap cannot
-run (Docker's default profile: root without CAP_SYS_ADMIN, namespaces refused) only the
-privilege drop and Landlock are left. So every Linux worker, in every mode (bubblewrap,
-Landlock, the privilege drop alone, an ordinary user, the portable runner), installs this
-seccomp filter itself, before it imports the submission (:func:`install`, from
-``worker_main.py``), after setting no_new_privs. It refuses (:data:`RULES`):
-
-- the kernel keyring, which bubblewrap shares (no session keyring of its own);
-- new namespaces and mounts (a tmpfs of its own escapes the 64 MiB bound);
-- SysV IPC (shared memory escapes RLIMIT_AS and outlives the worker);
-- sockets of any family but AF_UNIX (the host's 127.0.0.1 where there is no network
-  namespace);
-- other processes' memory, and kernel interfaces that no serving.py needs (bpf,
-  perf_event_open, userfaultfd, io_uring, modules, kexec...).
-
-On the portable runner a second filter is stacked on it (:func:`process_program`): no new
-process at all (fork, vfork and clone but for threads fail with EAGAIN, as RLIMIT_NPROC
-makes them fail for a user that may start none), since there the worker may be root, whom
-RLIMIT_NPROC does not bind, and no /proc sweep finds what leaves its session.
-
-A refused call fails with an errno (EPERM, EAFNOSUPPORT for sockets, ENOSYS for clone3)
-and the process lives: a submission that tries one loses only the case that needed it,
-with a clear error. Only a call from a foreign ABI (i386 through ``int 0x80``, x32 on
-x86_64), which would bypass the table's numbers, kills the process.
-
-The filter is a BPF program assembled here (docs/security.md says why not libseccomp or
-bubblewrap's ``--seccomp``): it needs only ``prctl``, through ctypes, and the syscall
-numbers the table carries for x86_64 and aarch64. Elsewhere (another architecture, a
-32-bit interpreter, not Linux) :func:`unavailable` says why, and the grader reports the
-filter as absent.
-
-The worker imports this module from its runtime folder (a copy of this file): it uses the
-standard library only, and ctypes only in :func:`install`.
+A refused call fails with its errno and the process lives; a call from a foreign ABI
+kills it. docs/security.md ("A syscall filter") says why each group is refused, and why
+no libseccomp. The worker imports a copy of this file: the standard library only.
 """
 
 from __future__ import annotations
@@ -54,8 +27,7 @@ PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
 
 
 class Arg(NamedTuple):
-    """A test of one argument (its low 32 bits, all the kernel reads of these): the call
-    is refused when the test holds."""
+    """A test of one argument's low 32 bits: the call is refused when it holds."""
 
     position: int
     #: "any": refused when the argument has any bit of ``values[0]``; "in": when it is
@@ -199,8 +171,7 @@ NR, ARCH, ARGS = 0, 4, 16
 
 
 def unavailable() -> str | None:
-    """None when :func:`install` can filter this process, else why not (not Linux, or no
-    syscall numbers for this architecture or ABI)."""
+    """None when :func:`install` can filter this process, else why not."""
     if not sys.platform.startswith("linux"):
         return "the syscall filter needs Linux (seccomp)"
     if current_architecture() is None:
@@ -234,23 +205,26 @@ def _argument_test(rule: Rule, when: Arg) -> list[bytes]:
     count = len(when.values)
     if when.test == "any":
         return [load, instruction(JSET, when.values[0], 0, 1), refuse, allow]
-    if when.test == "not in":  # each match jumps to allow, past the refusal
-        return [load, *(instruction(JEQ, value, count - i, 0)
-                        for i, value in enumerate(when.values)), refuse, allow]
-    if when.test == "in":  # each match jumps to the refusal, past allow
-        return [load, *(instruction(JEQ, value, count - i, 0)
-                        for i, value in enumerate(when.values)), allow, refuse]
+    if when.test in ("in", "not in"):  # each match jumps to the last return, past the other
+        matches = [instruction(JEQ, value, count - i, 0) for i, value in enumerate(when.values)]
+        return [load, *matches, *((allow, refuse) if when.test == "in" else (refuse, allow))]
     raise ValueError(f"unknown argument test {when.test!r} in the rule for {rule.name}")
 
 
-def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> bytes:
-    """The filter for ``architecture``: a foreign ABI is killed, each rule's call refused
-    with its errno (when its argument test holds), everything else allowed."""
+def _prologue(architecture: Architecture) -> list[bytes]:
+    """Kill a call from a foreign ABI, then load the call's number."""
     kill = instruction(RETURN, SECCOMP_RET_KILL_PROCESS)
     code = [instruction(LOAD, ARCH), instruction(JEQ, architecture.audit, 1, 0), kill,
             instruction(LOAD, NR)]
     if architecture.foreign_from is not None:
         code += [instruction(JGE, architecture.foreign_from, 0, 1), kill]
+    return code
+
+
+def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> bytes:
+    """The filter for ``architecture``: a foreign ABI is killed, each rule's call refused
+    with its errno (when its argument test holds), everything else allowed."""
+    code = _prologue(architecture)
     for rule in rules:
         number = getattr(rule, architecture.name)
         if rule.when is None:
@@ -269,13 +243,9 @@ def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> byte
 def process_program(architecture: Architecture) -> bytes:
     """The portable runner's second filter: fork, vfork and clone without CLONE_THREAD
     fail with EAGAIN; a foreign ABI is killed; everything else is left to the first."""
-    kill = instruction(RETURN, SECCOMP_RET_KILL_PROCESS)
     refuse = instruction(RETURN, _errno(errno.EAGAIN))
     allow = instruction(RETURN, SECCOMP_RET_ALLOW)
-    code = [instruction(LOAD, ARCH), instruction(JEQ, architecture.audit, 1, 0), kill,
-            instruction(LOAD, NR)]
-    if architecture.foreign_from is not None:
-        code += [instruction(JGE, architecture.foreign_from, 0, 1), kill]
+    code = _prologue(architecture)
     for number in FORKS[architecture.name]:
         code += [instruction(JEQ, number, 0, 1), refuse]
     code += [instruction(JEQ, CLONE[architecture.name], 0, 4), instruction(LOAD, ARGS),
@@ -285,11 +255,9 @@ def process_program(architecture: Architecture) -> bytes:
 
 def install(rules: tuple[Rule, ...] = RULES, *, no_new_privs: bool = True,
             no_processes: bool = False) -> None:
-    """Set no_new_privs and install the filter of ``rules`` on this process (and every
-    thread and child it starts later), and with ``no_processes`` :func:`process_program`
-    after it: call it while the process has one thread. Without ``no_new_privs`` (as Docker
-    installs its profile) the process needs CAP_SYS_ADMIN. Raises OSError, saying which
-    step failed, where it cannot."""
+    """Set no_new_privs (unless not ``no_new_privs``: CAP_SYS_ADMIN is then needed) and
+    install the filter of ``rules``, then with ``no_processes`` :func:`process_program`,
+    while the process has one thread. Raises OSError, saying which step failed."""
     reason = unavailable()
     architecture = current_architecture()
     if reason is not None or architecture is None:

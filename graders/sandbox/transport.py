@@ -19,9 +19,8 @@ OUTPUT_CHUNK_BYTES = 1024**2
 
 @dataclass(frozen=True)
 class WorkerCommand:
-    """How to start one worker: its command, its box (the working folder) and environment,
-    the token the hardened transport sweeps /proc for, and Popen's options that drop the
-    worker's privileges (the hardened transport's)."""
+    """How to start one worker: command, box, environment, the token the sweep looks for,
+    and Popen's options that drop its privileges (the hardened transport's)."""
 
     argv: list[str]
     cwd: Path
@@ -36,8 +35,7 @@ class WorkerCommand:
 
 
 class Transport(Protocol):
-    """One running worker, as ``Transport(command, sink, limits)`` starts it, its stdout and
-    stderr going into ``sink``."""
+    """One worker that ``Transport(command, sink, limits)`` started, its output to ``sink``."""
 
     process: subprocess.Popen[bytes]
 

@@ -15,12 +15,8 @@ it cannot carry is an object with one ``$tag`` key:
 - ``$missing``: a field's name, for a result field the student's object lacks; likewise.
 - ``$error``: ``Type: message``, reading the field raised; likewise.
 
-The worker (``worker_main.py``) runs alone, from the standard library, so it spells its
-tags out; ``tests/test_architecture.py`` checks that it uses these and no others.
-
-What a reply's value may hold is bounded where it enters the grader (:func:`bounded`),
-whatever the worker sent: the worker runs the submission's code and cannot be trusted to
-have cut anything.
+The worker spells its tags out (``tests/test_architecture.py`` checks them). A reply's
+value is bounded again where it enters the grader (:func:`bounded`).
 """
 
 from __future__ import annotations
@@ -49,8 +45,7 @@ WORKER_TAGS = frozenset({QUANTITY, NAMESPACE, MAPPING, TUPLE, UNSUPPORTED, MISSI
 #: the worker cut passes unchanged, a longer one is cut again here.
 MAX_TEXT = 500
 MARKER_ROOM = 40
-#: Items of one list or object in a reply's value that the grader keeps (the worker's
-#: ``MAX_SEQUENCE``).
+#: Items of one list or object in a reply's value the grader keeps (the worker's too).
 MAX_ITEMS = 1000
 
 
@@ -69,13 +64,8 @@ def has_quantity(encoded: Any) -> bool:
 
 
 def encode_argument(value: Any) -> Any:
-    """Encode ``value`` as JSON data the worker decodes back into equivalent objects.
-
-    Pint quantities become ``{"$q": [magnitude, unit]}``, objects with attributes
-    ``{"$ns": {...}}``, mappings ``{"$map": {...}}`` and tuples ``{"$tuple": [...]}``.
-    A frozen dataclass instance is encoded once and its encoding reused (treat the
-    encoding as read-only).
-    """
+    """Encode ``value`` as JSON data the worker decodes back into equivalent objects; a
+    frozen dataclass instance is encoded once (treat the encoding as read-only)."""
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -104,12 +94,9 @@ def encode_argument(value: Any) -> Any:
 
 
 def bounded(value: Any) -> Any:
-    """A reply's value as the grader keeps it: texts cut to :data:`MAX_TEXT` characters
-    and lists and objects to :data:`MAX_ITEMS` items, each with a marker, and an int too
-    large for a float replaced by a short text saying so ("a 4,299-digit integer"), so
-    that nothing downstream (comparison, feedback, results.json, the class report) meets
-    a value it cannot turn into a float or a text of unbounded length. Replies nest at
-    most ``runner.MAX_REPLY_DEPTH`` levels, so the recursion is bounded too."""
+    """A reply's value as the grader keeps it: texts cut to :data:`MAX_TEXT` characters,
+    lists and objects to :data:`MAX_ITEMS` items, and an int too large for a float made a
+    short text ("a 4,299-digit integer"); replies nest at most ``MAX_REPLY_DEPTH`` deep."""
     if value is None or isinstance(value, bool | float):
         return value
     if isinstance(value, int):

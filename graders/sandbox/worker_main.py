@@ -1,34 +1,18 @@
 """The student worker: imports one ``serving.py`` and answers one JSON line per call.
 
-Run as ``python -I -S -B worker_main.py`` by :mod:`graders.sandbox.runner`, never imported
-by the grader. It uses the standard library only (pint is imported lazily, from
-the runtime folder the grader prepares) so that it can run as an unprivileged
-user with nothing but that folder and a copy of the submission.
+Run by :mod:`graders.sandbox.runner` from its runtime folder, never imported by the
+grader: the standard library only (pint lazily). Protocol, one JSON object per line:
 
-Protocol, one JSON object per line:
-
-- first request ``{"op": "init", ...}``; reply ``{"ready": true}`` or
-  ``{"ready": false, "error": "..."}``;
-- ``{"op": "call", "id": N, "fn": NAME, "args": [...], "kwargs": {...}, "fields": [...]|null}``;
-  reply ``{"id": N, "ok": true, "value": ...}`` or ``{"id": N, "ok": false, "error": "..."}``;
+- ``{"op": "init", ...}``: limits, then (when asked) Landlock and the syscall filter, said
+  in a first line ``{"syscall_filter", "landlock", "failed", "error"}`` before any student
+  code runs; then ``{"ready": true|false, ...}`` once the submission is imported or not;
+- ``{"op": "call", "id": N, "fn", "args", "kwargs", "fields"}``: ``{"id": N, "ok": true,
+  "value": ...}`` or ``{"id": N, "ok": false, "error": "..."}``;
 - ``{"op": "pint", "id": N}`` imports pint ahead of calls that pass quantities.
 
-Values the student returns are reduced to plain data here: bool, int, float, str,
-None and lists. Anything else becomes ``{"$unsupported": TYPE}``; a result field the
-object lacks becomes ``{"$missing": FIELD}``. Every text (a str value, an exception
-message) is cut to MAX_TEXT characters with a visible marker, and every sequence to
-MAX_SEQUENCE items, so that a reply stays small; the grader refuses a longer reply line.
-
-On Linux, when the init request asks for them, the worker restricts itself with Landlock
-(``landlock.py``, init ``"landlock": {"read": [...], "write": [...]}``) and installs its
-syscall filter (``syscall_filter.py``), both from the runtime folder, before it imports
-the submission, and says so in a first line ``{"syscall_filter": true|false, "landlock":
-ABI, "failed": LAYER|null, "error": ...}``, written before any student code runs; where it
-cannot, it stops there and imports nothing.
-
-The submission's stdout and stderr (fds 1 and 2, whatever writes to them) are one pipe
-that the grader drains: they are flushed before every reply, so that a call's output is
-in the pipe by the time its reply is.
+Values are reduced to plain data with :mod:`graders.sandbox.wire`'s tags, texts cut to
+MAX_TEXT characters and sequences to MAX_SEQUENCE items. The submission's output is
+flushed before every reply.
 """
 
 import contextlib
@@ -68,8 +52,7 @@ class Budget:
 
 
 def set_limits(limits: dict[str, int]) -> bool:
-    """Lower this process's resource limits before any student code runs; whether it
-    could (not where there is no ``resource`` module, as on Windows)."""
+    """Lower this process's resource limits; whether it could (not without ``resource``)."""
     try:
         import resource  # POSIX-only: the worker must start anywhere
     except ImportError:
@@ -100,10 +83,8 @@ def set_limits(limits: dict[str, int]) -> bool:
 
 def confine(landlock_paths: Any, filter_syscalls: bool, *, no_processes: bool = False
             ) -> dict[str, Any]:
-    """Apply Landlock to ``landlock_paths`` (graders.sandbox.landlock) when given, then
-    install the syscall filter (graders.sandbox.syscall_filter) when asked (refusing new
-    processes too with ``no_processes``), both copied into the runtime folder; the line
-    that says what holds, or which layer failed and why."""
+    """Apply Landlock to ``landlock_paths`` when given, then the syscall filter when asked
+    (with ``no_processes``, refusing new processes too); the line saying what holds."""
     line: dict[str, Any] = {"syscall_filter": False, "landlock": 0, "failed": None,
                             "error": None}
     layer = "Landlock"
@@ -134,10 +115,8 @@ def unit_registry() -> Any:
 
         registry: Any = None
         if DEFINITIONS:  # parsed once for this runtime (graders.sandbox.runtime)
-            try:
+            with contextlib.suppress(Exception):  # an unreadable cache costs time only
                 registry = pint.UnitRegistry(cache_folder=DEFINITIONS[0])
-            except Exception:  # an unreadable cache costs time only
-                registry = None
         if registry is None:
             registry = pint.UnitRegistry()
         registry.define("param = 1 * count")
@@ -164,18 +143,12 @@ def decode(value: Any) -> Any:
     return {k: decode(v) for k, v in value.items()}
 
 
-def plain(value: Any, depth: int = 0, budget: Budget | None = None) -> Any:
-    """Reduce a student value to plain JSON data, reading numbers through their base types.
-
-    Texts are cut to MAX_TEXT characters and sequences to MAX_SEQUENCE items; ``budget``
-    stops the work (ReplyTooLarge) once the reply would exceed the grader's line limit.
-    """
-    budget = budget or Budget(None)
+def plain(value: Any, depth: int, budget: Budget) -> Any:
+    """Reduce a student value to plain JSON data, reading numbers through their base
+    types; ``budget`` stops the work (ReplyTooLarge) past the grader's line limit."""
     budget.spend(1)
     kind = type(value)
-    if value is None or kind is bool:
-        return value
-    if kind is float or kind is int:
+    if value is None or kind is bool or kind is int or kind is float:
         return value
     if kind is str:
         return spent(bounded_text(value), budget)
@@ -208,8 +181,7 @@ def plain(value: Any, depth: int = 0, budget: Budget | None = None) -> Any:
 
 
 def _exact_number(kind: type) -> bool:
-    """Whether ``kind`` is decimal.Decimal or fractions.Fraction (looked up only among the
-    modules the submission imported: nothing is imported for it)."""
+    """Whether ``kind`` is an imported decimal.Decimal or fractions.Fraction."""
     for module, name in (("decimal", "Decimal"), ("fractions", "Fraction")):
         loaded = sys.modules.get(module)
         if loaded is not None and kind is getattr(loaded, name, None):
@@ -230,9 +202,8 @@ def bounded_text(text: str) -> str:
     return f"{text[:MAX_TEXT]}\u2026 [truncated, {len(text)} chars]"
 
 
-def read_fields(result: Any, fields: list[str] | None, budget: Budget | None = None) -> Any:
-    """Read ``fields`` from a result: by key from a dict, by attribute from an object, or
-    by position from a tuple or list of exactly that many items."""
+def read_fields(result: Any, fields: list[str] | None, budget: Budget) -> Any:
+    """Read ``fields`` from a result: by key, by attribute, or by position in a sequence."""
     if fields is None:
         return plain(result, 0, budget)
     if isinstance(result, tuple):
@@ -292,9 +263,8 @@ def import_submission(path: str) -> types.ModuleType:
 
 
 def import_failure(error: BaseException, path: str) -> str:
-    """The import error with the traceback lines that point into the submission: for a
-    syntax error its source line and a caret below it (on lines of their own), for a
-    module outside the standard library the rule that serving.py may not import it."""
+    """The import error, with its line in the submission (a syntax error's source and
+    caret), and for a module outside the standard library the rule that forbids it."""
     if isinstance(error, SyntaxError):
         return describe(error) + source_pointer(error)
     frames = [frame for frame in traceback.extract_tb(error.__traceback__)
@@ -316,8 +286,7 @@ MAX_SOURCE_CHARS = 160
 
 
 def source_pointer(error: SyntaxError) -> str:
-    """The offending source line and a caret under the error, as Python prints them
-    (``""`` when the error carries no source)."""
+    """The offending source line and a caret under it, as Python prints them, or ``""``."""
     text = error.text if isinstance(error.text, str) else ""
     line = text.rstrip("\r\n")
     if not line.strip():
@@ -383,11 +352,8 @@ def serve_forever(module: types.ModuleType, requests: TextIO, replies: TextIO) -
 
 
 def main() -> None:
-    """Move the protocol off fds 0/1, limit resources, import the submission, serve.
-
-    fd 2 is the output pipe the grader drains; fd 1 becomes a second copy of it, so that
-    print, sys.stderr and raw writes to fds 1 and 2 all land there, never in the protocol.
-    """
+    """Move the protocol off fds 0/1 (fd 1 becomes a copy of fd 2, the output pipe), limit
+    resources, confine, import the submission, serve."""
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -416,11 +382,9 @@ def main() -> None:
         return
     pint_loaded = False
     if init.get("preload_pint"):
-        try:
+        with contextlib.suppress(Exception):  # a call that needs pint imports it again
             unit_registry()
             pint_loaded = True
-        except Exception:
-            pint_loaded = False
     send(replies, {"ready": True, "pint": pint_loaded, "rlimits": limited})
     serve_forever(module, requests, replies)
 
