@@ -1,14 +1,21 @@
-"""Shared fixtures: the cloud_fleet track of lab-spec section 3, built by hand.
+"""Shared fixtures: the cloud_fleet track of lab-spec section 3, built by hand, and a
+sandbox user whose worker Landlock confines (bubblewrap switched off).
 
 Helpers that are not fixtures (paths, the CLI, the corpora's gradings) are in helpers.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
+from helpers import AS_ROOT
 
+import graders.sandbox.confinement
+import graders.sandbox.runner
+from graders.sandbox import landlock
+from graders.sandbox.privileges import SandboxUser, claim_sandbox_user
 from reference import ServingTrackProfile
 from reference.units import ureg
 
@@ -76,3 +83,31 @@ def cloud_profile() -> ServingTrackProfile:
 def llama_model() -> SimpleNamespace:
     return llama2_70b()
 
+
+
+@pytest.fixture
+def landlocked(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxUser]:
+    """A sandbox user, with bubblewrap switched off (as in Docker's default profile):
+    the worker restricts itself with Landlock (in a box of its own tmpfs, as root with
+    CAP_SYS_ADMIN)."""
+    if not AS_ROOT:
+        pytest.skip("sandbox users exist only under root")
+    if landlock.unavailable() is not None:
+        pytest.skip(str(landlock.unavailable()))
+    monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
+                        lambda uid, gid, drop: "switched off by the test")
+    user = claim_sandbox_user()
+    try:
+        yield user
+    finally:
+        user.release()
+
+
+@pytest.fixture
+def landlocked_unmounted(landlocked: SandboxUser,
+                         monkeypatch: pytest.MonkeyPatch) -> SandboxUser:
+    """That, with the box's mount switched off too: a plain host folder, as without
+    CAP_SYS_ADMIN."""
+    monkeypatch.setattr(graders.sandbox.runner, "mount_box",
+                        lambda box, uid, gid: "switched off by the test")
+    return landlocked

@@ -16,15 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import AS_ROOT
 
 import graders.sandbox.box_watch
 import graders.sandbox.confinement
 import graders.sandbox.runner
-from graders.sandbox import landlock, modes
+from graders.sandbox import modes
 from graders.sandbox.box_mount import BOX_BYTES, BOX_INODES
 from graders.sandbox.box_watch import WATCHED, BoxWatch
-from graders.sandbox.privileges import SandboxUser, claim_sandbox_user
+from graders.sandbox.privileges import SandboxUser
 from graders.sandbox.runner import Limits, StudentRunner
 
 MIB = 1024**2
@@ -138,25 +137,6 @@ PROBE = textwrap.dedent("""
     def entries():
         return sorted(os.listdir("."))
 """).encode()
-
-
-@pytest.fixture
-def landlocked_unmounted(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxUser]:
-    """A sandbox user, bubblewrap and the box's mount switched off: the
-    worker is under Landlock in a plain host folder, as in Docker's default profile."""
-    if not AS_ROOT:
-        pytest.skip("sandbox users exist only under root")
-    if landlock.unavailable() is not None:
-        pytest.skip(str(landlock.unavailable()))
-    monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
-                        lambda uid, gid, drop: "switched off by the test")
-    monkeypatch.setattr(graders.sandbox.runner, "mount_box",
-                        lambda box, uid, gid: "switched off by the test")
-    user = claim_sandbox_user()
-    try:
-        yield user
-    finally:
-        user.release()
 
 
 @pytest.mark.parametrize("size", [4 * MIB, 0])

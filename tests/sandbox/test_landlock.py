@@ -24,7 +24,7 @@ import graders.sandbox.confinement
 import graders.sandbox.runner
 from graders.sandbox import landlock, modes
 from graders.sandbox.confinement import protections_for
-from graders.sandbox.privileges import SandboxUser, claim_sandbox_user
+from graders.sandbox.privileges import SandboxUser
 from graders.sandbox.runner import SandboxError, StudentRunner
 
 needs_landlock = pytest.mark.skipif(landlock.unavailable() is not None,
@@ -175,23 +175,6 @@ PROBE = textwrap.dedent("""
 """).encode()
 
 
-@pytest.fixture
-def landlocked(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxUser]:
-    """A sandbox user, with bubblewrap switched off (as in Docker's default profile):
-    the worker restricts itself with Landlock."""
-    if not AS_ROOT:
-        pytest.skip("sandbox users exist only under root")
-    if landlock.unavailable() is not None:
-        pytest.skip(str(landlock.unavailable()))
-    monkeypatch.setattr(graders.sandbox.confinement, "bubblewrap_support",
-                        lambda uid, gid, drop: "switched off by the test")
-    user = claim_sandbox_user()
-    try:
-        yield user
-    finally:
-        user.release()
-
-
 def test_the_landlocked_worker_reads_no_host_file_and_writes_its_box(
         landlocked: SandboxUser) -> None:
     with StudentRunner(PROBE, sandbox=landlocked) as runner:
@@ -231,14 +214,13 @@ REWRITES = PROBE + textwrap.dedent("""
 """).encode()
 
 
-@pytest.mark.parametrize("mounted", [True, False], ids=["mounted box", "host folder"])
+@pytest.mark.parametrize("user", ["landlocked", "landlocked_unmounted"],
+                         ids=["mounted box", "host folder"])
 @pytest.mark.parametrize("link", [False, True], ids=["rewritten", "link"])
 def test_every_worker_imports_the_file_submitted_whatever_an_earlier_one_left(
-        landlocked: SandboxUser, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-        mounted: bool, link: bool) -> None:
-    if not mounted:
-        monkeypatch.setattr(graders.sandbox.runner, "mount_box",
-                            lambda *_: "switched off by the test")
+        request: pytest.FixtureRequest, tmp_path: Path, user: str, link: bool) -> None:
+    landlocked: SandboxUser = request.getfixturevalue(user)
+    mounted = user == "landlocked"
     graders_file = tmp_path / "graders-file"
     graders_file.write_text("the grader's\n", encoding="utf-8")
     tmp_path.chmod(0o755)
