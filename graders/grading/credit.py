@@ -95,11 +95,17 @@ def _trivial_leaf(leaf: Any, inputs: set[Any]) -> bool:
     return False
 
 
-def is_trivial(expected: Any, inputs: Iterable[Any]) -> bool:
-    """Whether a function that computes nothing could produce ``expected`` for ``inputs``."""
+def _scalars(inputs: Iterable[Any]) -> set[Any]:
+    """Every number and string reachable in all of ``inputs`` (see :func:`input_scalars`)."""
     scalars: set[Any] = set()
     for value in inputs:
         scalars |= input_scalars(value)
+    return scalars
+
+
+def is_trivial(expected: Any, inputs: Iterable[Any]) -> bool:
+    """Whether a function that computes nothing could produce ``expected`` for ``inputs``."""
+    scalars = _scalars(inputs)
     return all(_trivial_leaf(leaf, scalars) for leaf in _leaves(expected))
 
 
@@ -107,9 +113,7 @@ def nontrivial_fields(expected: Any, inputs: Iterable[Any]) -> list[tuple[tuple[
     """The fields of ``expected`` (a dict's fields, a list's items, else the value itself)
     that a function computing nothing could not give for ``inputs``: (where, value) pairs,
     ``where`` for :func:`field_of`."""
-    scalars: set[Any] = set()
-    for value in inputs:
-        scalars |= input_scalars(value)
+    scalars = _scalars(inputs)
     if isinstance(expected, Mapping):
         parts: list[tuple[Any, Any]] = [((_FIELD, name), expected[name]) for name in expected]
     elif isinstance(expected, list | tuple):
