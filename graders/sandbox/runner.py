@@ -139,9 +139,6 @@ class StudentRunner:
         self._started = False
         self._imported = False
         self.calls = 0
-        #: Whether the box's serving.py, which a worker can rewrite, is put back before
-        #: each later worker (bubblewrap gets it from a descriptor instead).
-        self._restores = protections.tool != "bubblewrap"
         #: What bounds the box in total where it is a plain host folder (Landlock's modes).
         self._watch = BoxWatch(self._box, SUBMISSION_NAME) \
             if protections.landlock and not self._mounted else None
@@ -376,8 +373,8 @@ class StudentRunner:
 
     def _launch(self, *, preload_pint: bool) -> _Worker:
         """Start a worker and send it its ``init`` request (read once it is started)."""
-        if self._restores and self._started:
-            self._restore_submission()
+        if self._started and self.protections.tool != "bubblewrap":  # bubblewrap gets it
+            self._restore_submission()  # from a descriptor; here a worker can rewrite it
         with self._setup.command() as command:
             worker = _Worker(self._transport(command, self._output, self.limits))
         self._worker = worker
