@@ -89,7 +89,8 @@ def worker_start_times(repeat: int) -> tuple[float, float]:
     """Median seconds from starting a worker to its first answer (it has imported the
     submission): with pint preloaded, as the visible tests' worker starts, and without, as
     the hidden tests' worker does. As root, under a sandbox user, as a grading runs it."""
-    from graders.sandbox.privileges import claim_sandbox_user, running_as_root
+    from graders.sandbox.platforms import running_as_root
+    from graders.sandbox.privileges import claim_sandbox_user
     from graders.sandbox.runner import StudentRunner
 
     sandbox = claim_sandbox_user() if running_as_root() else None

@@ -52,13 +52,13 @@ from graders.results.reports import (
 from graders.sandbox.confinement import unconfined_warning
 from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
+from graders.sandbox.platforms import running_as_root
 from graders.sandbox.privileges import (
     SandboxUser,
     claim_sandbox_user,
     close_to_others,
     closed_note,
     protected_folders,
-    running_as_root,
 )
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
 from graders.sandbox.submission import locate_submission, read_submission

@@ -94,8 +94,8 @@ from graders.results.files import OutputPathError, check_output_folder
 from graders.results.reports import read_valid_results, write_json_atomically
 from graders.sandbox.cleanup import process_alive, remove_tree, report_problems
 from graders.sandbox.confinement import confinement_gap
-from graders.sandbox.platforms import needs_linux
-from graders.sandbox.privileges import close_to_others, running_as_root
+from graders.sandbox.platforms import needs_linux, running_as_root
+from graders.sandbox.privileges import close_to_others
 from graders.sandbox.runner import Limits
 from graders.sandbox.submission import read_submission
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from graders.sandbox.cleanup import kill_marked, remove_tree, report_problems, sweep_user
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
-from graders.sandbox.privileges import SandboxUser, claim_sandbox_user, running_as_root
+from graders.sandbox.platforms import running_as_root
+from graders.sandbox.privileges import SandboxUser, claim_sandbox_user
 
 __all__ = ["Slot", "claim_slots", "kill_marked", "release_slots"]
 

@@ -29,10 +29,9 @@ from graders.sandbox.cleanup import (
     remove_tree,
     report_problems,
     sweep_user,
+    traversable_by_others,
 )
-from graders.sandbox.cleanup import traversable_by_others as traversable_by_others  # re-exported
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
-from graders.sandbox.platforms import running_as_root as running_as_root  # re-exported
 from graders.sandbox.runtime import publish_folder
 
 #: The default sandbox user names a pool: ``serving-sandbox-1`` to ``-MAX_POOL_USERS``.

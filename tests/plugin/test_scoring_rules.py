@@ -12,7 +12,7 @@ import pytest
 from helpers import CORPUS, FAKES, REPO
 
 from graders.grading.cases import serve_cases
-from graders.sandbox.privileges import running_as_root
+from graders.sandbox.platforms import running_as_root
 
 CORRECT = CORPUS / "correct" / "serving.py"
 BUGGY = CORPUS / "p99_at_q095" / "serving.py"

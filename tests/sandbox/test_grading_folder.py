@@ -20,13 +20,13 @@ from helpers import CORPUS
 
 import graders.sandbox.confinement
 import graders.sandbox.privileges
+from graders.sandbox.cleanup import traversable_by_others
 from graders.sandbox.privileges import (
     GRADINGS_FOLDER,
     SandboxError,
     SandboxUser,
     claim_sandbox_user,
     grading_parent,
-    traversable_by_others,
 )
 from graders.sandbox.runner import Limits, StudentRunner
 
