@@ -64,10 +64,6 @@ class Problems:
         else:
             self.dropped += 1
 
-    def extend(self, texts: Iterable[str]) -> None:
-        for text in texts:
-            self.add(text)
-
     def as_list(self) -> list[str]:
         more = [f"... and {self.dropped} more problems"] if self.dropped else []
         return self.kept + more
@@ -291,7 +287,8 @@ def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
             up = _parent_of(current)
             os.close(current)
             current = up
-            if current is None or _identity(current) != (parent.device, parent.inode):
+            if current is None or (os.fstat(current).st_dev, os.fstat(current).st_ino) \
+                    != (parent.device, parent.inode):
                 problems.add(f"{_display(where())}: the tree moved while it was removed; "
                              "gave up")
                 return False
@@ -301,11 +298,6 @@ def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
     finally:
         if current is not None:
             os.close(current)
-
-
-def _identity(fd: int) -> tuple[int, int]:
-    info = os.fstat(fd)
-    return info.st_dev, info.st_ino
 
 
 def _list_folder(fd: int, shown: Shown, level: _Level, problems: Problems) -> None:
@@ -601,10 +593,9 @@ def sweep_user(uid: int) -> list[str]:
         kill_user(uid)
     except Exception as error:  # a clean-up reports, never raises
         problems.add(f"killing the processes of uid {uid}: {_why(error)}")
-    for box in stale_boxes_of(uid):  # a killed grading's box tmpfs, still mounted
-        problems.extend(unmount_box(box))
-    problems.extend(remove_files_of(uid))
-    problems.extend(remove_ipc_of(uid))
+    for text in [*(line for box in stale_boxes_of(uid) for line in unmount_box(box)),
+                 *remove_files_of(uid), *remove_ipc_of(uid)]:  # unmounting killed gradings' boxes
+        problems.add(text)
     return problems.as_list()
 
 

@@ -1,13 +1,10 @@
 """SIGTERM and SIGINT during a grading: an interrupt that cleans up, never a half clean-up.
 
 :func:`interruptible` turns the first SIGTERM or SIGINT into :class:`GradingInterrupted` (a
-``KeyboardInterrupt``, so pytest ends the run as it does for Ctrl-C and its hooks still run)
-and ignores any later one until the grading is over, so that stopping the workers and
-removing their folders is never cut short. :func:`deferred_signals` holds the interrupt back
-through a clean-up that must finish (a folder made and not yet owned by anything that
-removes it, a tree half removed): it is raised when the clean-up ends. Both work in the
-Python handler, which always runs in the main thread (blocking the signal there would not
-do: the kernel gives it to another thread, and Python handles it at once).
+``KeyboardInterrupt``: pytest ends the run as for Ctrl-C, its hooks still run) and ignores
+later ones until the grading is over; :func:`deferred_signals` holds it back through a
+clean-up that must finish. Both work in the Python handler, which runs in the main thread
+(blocking the signal would not do: the kernel gives it to another thread).
 """
 
 from __future__ import annotations
@@ -50,28 +47,44 @@ def signal_name(number: int) -> str:
 
 def interrupted_by(error: BaseException) -> str:
     """The signal's name for an interrupt (``SIGINT`` for a plain KeyboardInterrupt)."""
-    return error.signal_name if isinstance(error, GradingInterrupted) else "SIGINT"
+    return Interruption().name(error)
 
 
 class Interruption:
-    """The signal that interrupted a block, once one has. (A plain class: this module is
-    imported first thing by ``graders grade``, before dataclasses and what it imports.)"""
+    """The signal that interrupted a block, once one has. (A plain class: ``graders grade``
+    imports this module first thing, before dataclasses and what it imports.)"""
 
     def __init__(self, signal_number: int | None = None) -> None:
         self.signal_number = signal_number
 
-    def exit_code(self, error: BaseException) -> int:
-        """128 + the signal's number: the one received, else ``error``'s (SIGINT for a
-        plain KeyboardInterrupt)."""
+    def number(self, error: BaseException) -> int:
+        """The signal received, else ``error``'s (SIGINT for a plain KeyboardInterrupt)."""
         if self.signal_number is not None:
-            return 128 + self.signal_number
-        if isinstance(error, GradingInterrupted):
-            return error.exit_code
-        return 128 + signal.SIGINT
+            return self.signal_number
+        return error.signal_number if isinstance(error, GradingInterrupted) else signal.SIGINT
+
+    def exit_code(self, error: BaseException) -> int:
+        return 128 + self.number(error)
 
     def name(self, error: BaseException) -> str:
-        return signal_name(self.signal_number) if self.signal_number is not None else \
-            interrupted_by(error)
+        return signal_name(self.number(error))
+
+
+def _handle(handler: Any) -> dict[int, Any]:
+    """Install ``handler`` for :data:`INTERRUPTING`; the handlers it replaced."""
+    previous = {number: signal.getsignal(number) for number in INTERRUPTING}
+    for number in INTERRUPTING:
+        signal.signal(number, handler)
+    return previous
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for number, before in previous.items():
+        signal.signal(number, before if before is not None else signal.SIG_DFL)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 class _Interrupt:
@@ -95,11 +108,9 @@ class _Interrupt:
         if self.in_hook:  # raised in the hook it would be lost: it is sent again
             return
         self.swallowed = 0
-        for each in INTERRUPTING:  # later signals are ignored: the clean-up must finish
-            signal.signal(each, signal.SIG_IGN)
+        _handle(signal.SIG_IGN)  # later signals are ignored: the clean-up must finish
         self.received.signal_number = number
-        if not self.deferring:
-            raise GradingInterrupted(number)
+        self.raise_pending()
 
     def raise_pending(self) -> None:
         if not self.deferring and self.received.signal_number is not None:
@@ -107,23 +118,21 @@ class _Interrupt:
 
     def unraisable(self, unraisable: Any) -> None:
         """``sys.unraisablehook`` within the block: an interrupt raised where Python cannot
-        propagate it (a weakref callback, such as importlib's, or a ``__del__``) is raised
-        again, by the same signal, at the main thread's next chance; anything else goes to
-        the previous hook."""
+        propagate it (a weakref callback, a ``__del__``) is raised again, by the same
+        signal, at the main thread's next chance; anything else goes to the previous hook."""
         error = unraisable.exc_value
-        if isinstance(error, GradingInterrupted) and \
-                threading.current_thread() is threading.main_thread():
-            self.in_hook = True
-            try:
-                signal.signal(error.signal_number, self)
-                sending, self.swallowed = bool(self.swallowed), error.signal_number
-                if not sending:  # set first: the thread ends once it reads 0
-                    threading.Thread(target=self._again, args=(error.signal_number,),
-                                     daemon=True, name="serving-grader-interrupt").start()
-            finally:
-                self.in_hook = False
-        else:
+        if not (isinstance(error, GradingInterrupted) and _main_thread()):
             self.previous_hook(unraisable)
+            return
+        self.in_hook = True
+        try:
+            signal.signal(error.signal_number, self)
+            sending, self.swallowed = bool(self.swallowed), error.signal_number
+            if not sending:  # set first: the thread ends once it reads 0
+                threading.Thread(target=self._again, args=(error.signal_number,),
+                                 daemon=True, name="serving-grader-interrupt").start()
+        finally:
+            self.in_hook = False
 
     def _again(self, number: int) -> None:
         """Send ``number`` again every millisecond while the interrupt is swallowed and
@@ -137,8 +146,7 @@ class _Interrupt:
 
 
 class _Held:
-    """The handler :func:`held_signals` installs: it records the first signal (a later one
-    is ignored), for :func:`interruptible` to raise once the grading can clean up."""
+    """The handler :func:`held_signals` installs: it records the first signal."""
 
     def __init__(self) -> None:
         self.signal_number: int | None = None
@@ -150,40 +158,31 @@ class _Held:
 
 @contextlib.contextmanager
 def held_signals() -> Iterator[None]:
-    """Within: SIGTERM and SIGINT are held, not acted on (no traceback, no death that leaves
-    an earlier run's results behind), until :func:`interruptible` takes over and raises the
-    first one held, where the grading can say so and clean up. For a command's start-up
-    (imports, argument parsing, checks): ``graders grade`` enters it first thing. After
-    the block, the default handlers are back (Python's KeyboardInterrupt for SIGINT)."""
-    if threading.current_thread() is not threading.main_thread():
+    """Within (a command's start-up: ``graders grade`` enters it first thing): SIGTERM and
+    SIGINT are held, not acted on, until :func:`interruptible` raises the first one held,
+    where the grading can clean up. After it, the default handlers are back."""
+    if not _main_thread():
         yield
         return
-    previous = {number: signal.getsignal(number) for number in INTERRUPTING}
-    held = _Held()
-    for number in INTERRUPTING:
-        signal.signal(number, held)
+    previous = _handle(_Held())
     try:
         yield
     finally:
-        for number, before in previous.items():
-            signal.signal(number, before if before is not None else signal.SIG_DFL)
+        _restore(previous)
 
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[Interruption]:
-    """Within: SIGTERM and SIGINT raise :class:`GradingInterrupted`, once; after the first,
-    both are ignored until the block ends. The previous handlers are restored after it.
-    Yields the :class:`Interruption` that records the signal. A signal held by
-    :func:`held_signals` before it is raised on entry. Only the main thread can set
-    handlers: elsewhere this only yields."""
+    """Within: SIGTERM and SIGINT raise :class:`GradingInterrupted`, once (a signal
+    :func:`held_signals` held is raised on entry); later ones are ignored until the block
+    ends, and the previous handlers are restored. Yields the :class:`Interruption` that
+    records the signal. Outside the main thread this only yields."""
     received = Interruption()
-    if threading.current_thread() is not threading.main_thread():
+    if not _main_thread():
         yield received
         return
-    previous = {number: signal.getsignal(number) for number in INTERRUPTING}
     handler = _Interrupt(received)
-    for number in INTERRUPTING:
-        signal.signal(number, handler)
+    previous = _handle(handler)
     sys.unraisablehook = handler.unraisable
     held = [before.signal_number for before in previous.values()
             if isinstance(before, _Held) and before.signal_number is not None]
@@ -197,18 +196,16 @@ def interruptible() -> Iterator[Interruption]:
         with handler.lock:
             handler.active = False
         sys.unraisablehook = handler.previous_hook
-        for number, before in previous.items():
-            signal.signal(number, before if before is not None else signal.SIG_DFL)
+        _restore(previous)
 
 
 @contextlib.contextmanager
 def deferred_signals() -> Iterator[None]:
     """Within :func:`interruptible`, hold an interrupt back through a clean-up that must not
-    stop half way: a signal that comes meanwhile is raised when the (outermost) block ends,
-    unless the block raises first. Elsewhere (no such handler, another thread), nothing."""
+    stop half way: it is raised when the (outermost) block ends, unless the block raises
+    first. Elsewhere (no such handler, another thread), nothing."""
     handler = signal.getsignal(INTERRUPTING[0]) if INTERRUPTING else None
-    if not isinstance(handler, _Interrupt) or \
-            threading.current_thread() is not threading.main_thread():
+    if not isinstance(handler, _Interrupt) or not _main_thread():
         yield
         return
     handler.deferring += 1

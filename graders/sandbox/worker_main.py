@@ -57,14 +57,9 @@ def set_limits(limits: dict[str, int]) -> bool:
         import resource  # POSIX-only: the worker must start anywhere
     except ImportError:
         return False
-    names = {
-        "cpu_s": resource.RLIMIT_CPU,
-        "address_space_bytes": resource.RLIMIT_AS,
-        "processes": resource.RLIMIT_NPROC,
-        "file_size_bytes": resource.RLIMIT_FSIZE,
-        "open_files": resource.RLIMIT_NOFILE,
-        "core_bytes": resource.RLIMIT_CORE,
-    }
+    names = {"cpu_s": resource.RLIMIT_CPU, "address_space_bytes": resource.RLIMIT_AS,
+             "processes": resource.RLIMIT_NPROC, "file_size_bytes": resource.RLIMIT_FSIZE,
+             "open_files": resource.RLIMIT_NOFILE, "core_bytes": resource.RLIMIT_CORE}
     for key, which in names.items():
         value = limits.get(key)
         if value is None:
@@ -98,10 +93,7 @@ def confine(landlock_paths: Any, filter_syscalls: bool, *, no_processes: bool = 
         if filter_syscalls:
             import syscall_filter  # type: ignore[import-not-found,unused-ignore]
 
-            if no_processes:
-                syscall_filter.install(no_processes=True)
-            else:
-                syscall_filter.install()
+            syscall_filter.install(no_processes=no_processes)
             line["syscall_filter"] = True
     except Exception as error:
         line.update(failed=layer, error=describe(error))
@@ -150,16 +142,16 @@ def plain(value: Any, depth: int, budget: Budget) -> Any:
     kind = type(value)
     if value is None or kind is bool or kind is int or kind is float:
         return value
-    if kind is str:
-        return spent(bounded_text(value), budget)
+    if isinstance(value, str):
+        text = bounded_text(value if kind is str else str.__str__(value))
+        budget.spend(len(text))
+        return text
     if isinstance(value, bool):
         return bool.__bool__(value)
     if isinstance(value, int):
         return int.__int__(value)
     if isinstance(value, float):
         return float.__float__(value)
-    if isinstance(value, str):
-        return spent(bounded_text(str.__str__(value)), budget)
     if _exact_number(kind):  # a Decimal or Fraction: its value as a float
         return float(value)
     if getattr(kind, "__module__", "") == "numpy" and hasattr(value, "item"):
@@ -189,12 +181,6 @@ def _exact_number(kind: type) -> bool:
     return False
 
 
-def spent(text: str, budget: Budget) -> str:
-    """``text``, once its length is charged to ``budget``."""
-    budget.spend(len(text))
-    return text
-
-
 def bounded_text(text: str) -> str:
     """``text`` (a plain str), cut to MAX_TEXT characters with a marker naming its length."""
     if len(text) <= MAX_TEXT:
@@ -206,12 +192,9 @@ def read_fields(result: Any, fields: list[str] | None, budget: Budget) -> Any:
     """Read ``fields`` from a result: by key, by attribute, or by position in a sequence."""
     if fields is None:
         return plain(result, 0, budget)
-    if isinstance(result, tuple):
-        items = tuple.__len__(result) == len(fields) and list(tuple.__iter__(result))
-    elif isinstance(result, list):
-        items = list.__len__(result) == len(fields) and list(list.__iter__(result))
-    else:
-        items = False
+    base = tuple if isinstance(result, tuple) else list if isinstance(result, list) else None
+    items = base is not None and base.__len__(result) == len(fields) \
+        and list(base.__iter__(result))
     keyed = isinstance(result, dict)
     values: dict[str, Any] = {}
     for index, field in enumerate(fields):
@@ -322,17 +305,11 @@ def answer(module: types.ModuleType, request: dict[str, Any]) -> dict[str, Any]:
     return {"id": ident, "ok": True, "value": value}
 
 
-def flush_output() -> None:
-    """Push what the submission printed into the output pipe, ahead of the reply."""
-    for name in ("stdout", "stderr"):
-        # replaced, closed or hostile: the submission's own business
+def send(replies: TextIO, reply: dict[str, Any]) -> None:
+    """Flush the submission's output into its pipe, then write one reply line."""
+    for name in ("stdout", "stderr"):  # replaced, closed or hostile: the submission's business
         with contextlib.suppress(BaseException):
             getattr(sys, name).flush()
-
-
-def send(replies: TextIO, reply: dict[str, Any]) -> None:
-    """Flush the submission's output, then write one reply line."""
-    flush_output()
     replies.write(encode(reply) + "\n")
     replies.flush()
 
