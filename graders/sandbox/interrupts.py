@@ -70,7 +70,7 @@ class Interruption:
         return signal_name(self.number(error))
 
 
-def _handle(handler: Any) -> dict[int, Any]:
+def handle(handler: Any) -> dict[int, Any]:
     """Install ``handler`` for :data:`INTERRUPTING`; the handlers it replaced."""
     previous = {number: signal.getsignal(number) for number in INTERRUPTING}
     for number in INTERRUPTING:
@@ -78,12 +78,12 @@ def _handle(handler: Any) -> dict[int, Any]:
     return previous
 
 
-def _restore(previous: dict[int, Any]) -> None:
+def restore(previous: dict[int, Any]) -> None:
     for number, before in previous.items():
         signal.signal(number, before if before is not None else signal.SIG_DFL)
 
 
-def _main_thread() -> bool:
+def main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
@@ -108,7 +108,7 @@ class _Interrupt:
         if self.in_hook:  # raised in the hook it would be lost: it is sent again
             return
         self.swallowed = 0
-        _handle(signal.SIG_IGN)  # later signals are ignored: the clean-up must finish
+        handle(signal.SIG_IGN)  # later signals are ignored: the clean-up must finish
         self.received.signal_number = number
         self.raise_pending()
 
@@ -121,7 +121,7 @@ class _Interrupt:
         propagate it (a weakref callback, a ``__del__``) is raised again, by the same
         signal, at the main thread's next chance; anything else goes to the previous hook."""
         error = unraisable.exc_value
-        if not (isinstance(error, GradingInterrupted) and _main_thread()):
+        if not (isinstance(error, GradingInterrupted) and main_thread()):
             self.previous_hook(unraisable)
             return
         self.in_hook = True
@@ -145,47 +145,21 @@ class _Interrupt:
                 os.kill(os.getpid(), number)
 
 
-class _Held:
-    """The handler :func:`held_signals` installs: it records the first signal."""
-
-    def __init__(self) -> None:
-        self.signal_number: int | None = None
-
-    def __call__(self, number: int, frame: FrameType | None) -> None:
-        if self.signal_number is None:
-            self.signal_number = number
-
-
-@contextlib.contextmanager
-def held_signals() -> Iterator[None]:
-    """Within (a command's start-up: ``graders grade`` enters it first thing): SIGTERM and
-    SIGINT are held, not acted on, until :func:`interruptible` raises the first one held,
-    where the grading can clean up. After it, the default handlers are back."""
-    if not _main_thread():
-        yield
-        return
-    previous = _handle(_Held())
-    try:
-        yield
-    finally:
-        _restore(previous)
-
-
 @contextlib.contextmanager
 def interruptible() -> Iterator[Interruption]:
-    """Within: SIGTERM and SIGINT raise :class:`GradingInterrupted`, once (a signal
-    :func:`held_signals` held is raised on entry); later ones are ignored until the block
-    ends, and the previous handlers are restored. Yields the :class:`Interruption` that
-    records the signal. Outside the main thread this only yields."""
+    """Within: SIGTERM and SIGINT raise :class:`GradingInterrupted`, once (one a start-up
+    handler held, in its ``held_signal``, on entry); later ones are ignored until the block
+    ends, then the previous handlers are back. Yields the :class:`Interruption` recording
+    the signal. Outside the main thread this only yields."""
     received = Interruption()
-    if not _main_thread():
+    if not main_thread():
         yield received
         return
     handler = _Interrupt(received)
-    previous = _handle(handler)
+    previous = handle(handler)
     sys.unraisablehook = handler.unraisable
-    held = [before.signal_number for before in previous.values()
-            if isinstance(before, _Held) and before.signal_number is not None]
+    held = [number for before in previous.values()
+            if (number := getattr(before, "held_signal", None)) is not None]
     try:
         if held:
             handler(held[0], None)  # raises it, and ignores any later signal
@@ -196,7 +170,7 @@ def interruptible() -> Iterator[Interruption]:
         with handler.lock:
             handler.active = False
         sys.unraisablehook = handler.previous_hook
-        _restore(previous)
+        restore(previous)
 
 
 @contextlib.contextmanager
@@ -205,7 +179,7 @@ def deferred_signals() -> Iterator[None]:
     stop half way: it is raised when the (outermost) block ends, unless the block raises
     first. Elsewhere (no such handler, another thread), nothing."""
     handler = signal.getsignal(INTERRUPTING[0]) if INTERRUPTING else None
-    if not isinstance(handler, _Interrupt) or not _main_thread():
+    if not isinstance(handler, _Interrupt) or not main_thread():
         yield
         return
     handler.deferring += 1
