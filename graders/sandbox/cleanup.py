@@ -37,8 +37,7 @@ GRADER_FOLDER_PREFIX = b"serving-grader-"
 MAX_PROBLEMS = 20
 #: SysV IPC kinds: the file under /proc/sysvipc, and the name of its id column.
 IPC_KINDS = (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid"))
-_IPC_RMID = 0
-_KILL_ROUNDS = 5
+_IPC_RMID, _KILL_ROUNDS = 0, 5
 #: Flags that open a folder without following a link.
 _DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) \
     | getattr(os, "O_CLOEXEC", 0)
@@ -125,7 +124,7 @@ def remove_tree(path: PathLike) -> list[str]:
 
 
 def _remove_tree_portably(raw: bytes) -> list[str]:
-    """:func:`remove_tree` where folders cannot be opened (Windows): ``shutil.rmtree``."""
+    """:func:`remove_tree` with ``shutil.rmtree``, where folders cannot be opened (Windows)."""
     problems = Problems()
 
     def retry(function: Callable[..., object], name: str | bytes, _: object) -> None:
@@ -169,16 +168,14 @@ def _remove_entry(remove: Callable[..., None], folder_fd: int, name: bytes, show
     for attempt in range(2):
         try:
             remove(name, dir_fd=folder_fd)
-            return True
         except FileNotFoundError:
-            return True
-        except PermissionError as error:
-            if attempt == 0 and _open_up(folder_fd):
+            pass
+        except OSError as error:
+            if isinstance(error, PermissionError) and attempt == 0 and _open_up(folder_fd):
                 continue
             problems.add(f"{_display(shown())}: {_why(error)}")
-        except OSError as error:
-            problems.add(f"{_display(shown())}: {_why(error)}")
-        return False
+            return False
+        return True
     return False
 
 
@@ -227,17 +224,16 @@ def _open_folder(parent_fd: int, name: bytes) -> int:
 
 @dataclass
 class _Level:
-    """One folder on the way down: its name in its parent and its identity."""
+    """One folder on the way down: its name in its parent, its identity, its subfolders
+    still to remove, its listings so far and whether the last saw an entry (then it is
+    listed again), and whether something below is stuck (then it is too)."""
 
     name: bytes
     device: int
     inode: int
-    #: Subfolders still to remove.
     pending: list[bytes] = field(default_factory=list)
-    #: Listings so far, and whether the last one saw an entry (then it is listed again).
     passes: int = 0
     dirty: bool = True
-    #: Something below could not be removed: this folder cannot be either.
     stuck: bool = False
 
 
@@ -284,7 +280,9 @@ def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
                 return not level.stuck and _remove_entry(os.rmdir, parent_fd, level.name,
                                                          where, problems)
             parent = stack[-1]  # back up: ".." must still be the folder we came from
-            up = _parent_of(current)
+            up: int | None = None
+            with contextlib.suppress(OSError):
+                up = os.open(b"..", _DIRECTORY, dir_fd=current)
             os.close(current)
             current = up
             if current is None or (os.fstat(current).st_dev, os.fstat(current).st_ino) \
@@ -330,14 +328,11 @@ def _unlink_or_queue(fd: int, name: bytes, shown: Shown, level: _Level,
     """Unlink a file entry; one that turned out to be a folder is queued instead."""
     try:
         os.unlink(name, dir_fd=fd)
-        return True
-    except FileNotFoundError:
-        return True
     except IsADirectoryError:
         level.pending.append(name)
-        return True
     except OSError:
         return _remove_entry(os.unlink, fd, name, lambda: shown() + b"/" + name, problems)
+    return True
 
 
 def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
@@ -360,14 +355,6 @@ def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
                      "left alone")
         return False
     return child, info
-
-
-def _parent_of(fd: int) -> int | None:
-    """Open ``..`` of the folder ``fd``, or None."""
-    try:
-        return os.open(b"..", _DIRECTORY, dir_fd=fd)
-    except OSError:
-        return None
 
 
 # --- what a sandbox user leaves ---------------------------------------------------------------
@@ -485,19 +472,16 @@ def remove_ipc_of(uid: int) -> list[str]:
     return problems.as_list()
 
 
-def _processes() -> list[int]:
-    try:
-        names = os.listdir(platform_support.PROC)
-    except OSError:
-        return []
-    return [int(name) for name in names if name.isdigit() and int(name) != os.getpid()]
-
-
 def _kill_until_gone(match: Callable[[int], bool]) -> list[int]:
     """SIGKILL every process ``match(pid)`` selects, in rounds, until none is left."""
     killed: list[int] = []
     for _ in range(_KILL_ROUNDS):
-        found = [pid for pid in _processes() if match(pid)]
+        try:
+            names = os.listdir(platform_support.PROC)
+        except OSError:
+            names = []
+        found = [int(name) for name in names
+                 if name.isdigit() and int(name) != os.getpid() and match(int(name))]
         if not found:
             break
         for pid in found:
@@ -509,13 +493,11 @@ def _kill_until_gone(match: Callable[[int], bool]) -> list[int]:
 
 
 #: How long one round of :func:`_kill_until_gone` waits for deaths, and its first look.
-_DEATH_WAIT_S = 0.05
-_FIRST_LOOK_S = 0.0005
+_DEATH_WAIT_S, _FIRST_LOOK_S = 0.05, 0.0005
 
 
 def _await_deaths(pids: Collection[int]) -> None:
-    """Wait, at most :data:`_DEATH_WAIT_S` and looking ever less often, until every one
-    of ``pids`` is dead (gone, or a zombie)."""
+    """Wait, at most :data:`_DEATH_WAIT_S`, looking ever less often, until ``pids`` are dead."""
     deadline = time.monotonic() + _DEATH_WAIT_S
     pause = _FIRST_LOOK_S
     living = list(pids)
@@ -558,9 +540,8 @@ def kill_user(uid: int) -> list[int]:
             return False
         lines = {line.partition(":")[0]: line.partition(":")[2].split()
                  for line in status.splitlines()}
-        if lines.get("State", [""])[0] in ("Z", "X"):  # dead, waiting to be reaped
-            return False
-        return str(uid) in lines.get("Uid", [])
+        # a zombie (Z, X) is dead, waiting to be reaped
+        return lines.get("State", [""])[0] not in ("Z", "X") and str(uid) in lines.get("Uid", [])
 
     return _kill_until_gone(owned)
 
@@ -570,15 +551,12 @@ def kill_marked(marker: str, spare: Collection[int] = ()) -> list[int]:
     needle = marker.encode()
 
     def marked(pid: int) -> bool:
-        if pid in spare:
-            return False
-        with contextlib.suppress(OSError):
-            if needle in (os.readlink(f"/proc/{pid}/cwd") + "/").encode():
-                return True
-        try:
-            return needle in Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            return False
+        for read in (lambda: (os.readlink(f"/proc/{pid}/cwd") + "/").encode(),
+                     Path(f"/proc/{pid}/environ").read_bytes):
+            with contextlib.suppress(OSError):
+                if pid not in spare and needle in read():
+                    return True
+        return False
 
     return _kill_until_gone(marked)
 

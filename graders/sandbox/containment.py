@@ -1,8 +1,6 @@
 """The portable runner's bound on a worker's memory and every process it starts: a Job
-Object on Windows (:class:`JobObject`), a watch of its process tree through ``ps``
-elsewhere (:class:`TreeWatch`). docs/security.md ("Supported systems") says what each
-holds, and the watch's gaps.
-"""
+Object on Windows, a watch of its process tree through ``ps`` elsewhere (what each holds,
+and the watch's gaps: docs/security.md, "Supported systems")."""
 
 from __future__ import annotations
 
@@ -18,12 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: Seconds between two looks at the process table.
-WATCH_INTERVAL_S = 0.5
-#: Looks at a frozen tree, at most, before it is killed.
-FREEZE_ROUNDS = 8
-#: Seconds ``ps`` may take.
-PS_TIMEOUT_S = 5.0
+#: Seconds between two looks at the process table; looks at a frozen tree, at most, before
+#: it is killed; seconds ``ps`` may take.
+WATCH_INTERVAL_S, FREEZE_ROUNDS, PS_TIMEOUT_S = 0.5, 8, 5.0
 #: Processes a worker's job may hold at once: the interpreter, and the one a Windows
 #: virtual environment's ``python.exe`` launcher starts.
 JOB_PROCESSES = 2
@@ -173,13 +168,10 @@ class TreeWatch:
 
 # --- the Job Object (Windows) ------------------------------------------------------------------
 
-JOB_OBJECT_LIMIT_ACTIVE_PROCESS = 0x00000008
-JOB_OBJECT_LIMIT_JOB_MEMORY = 0x00000200
-JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION = 0x00000400
-JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x00002000
+JOB_OBJECT_LIMIT_ACTIVE_PROCESS, JOB_OBJECT_LIMIT_JOB_MEMORY = 0x00000008, 0x00000200
+JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x400, 0x2000
 JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS = 9
-PROCESS_TERMINATE = 0x0001
-PROCESS_SET_QUOTA = 0x0100
+PROCESS_TERMINATE, PROCESS_SET_QUOTA = 0x0001, 0x0100
 
 DWORD = ctypes.c_uint32
 
@@ -194,37 +186,20 @@ class BasicLimits(ctypes.Structure):
     """JOBOBJECT_BASIC_LIMIT_INFORMATION."""
 
     _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64),
-                ("PerJobUserTimeLimit", ctypes.c_int64),
-                ("LimitFlags", DWORD),
+                ("PerJobUserTimeLimit", ctypes.c_int64), ("LimitFlags", DWORD),
                 ("MinimumWorkingSetSize", ctypes.c_size_t),
-                ("MaximumWorkingSetSize", ctypes.c_size_t),
-                ("ActiveProcessLimit", DWORD),
-                ("Affinity", ctypes.c_size_t),
-                ("PriorityClass", DWORD),
+                ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", DWORD),
+                ("Affinity", ctypes.c_size_t), ("PriorityClass", DWORD),
                 ("SchedulingClass", DWORD)]
 
 
 class ExtendedLimits(ctypes.Structure):
     """JOBOBJECT_EXTENDED_LIMIT_INFORMATION."""
 
-    _fields_ = [("BasicLimitInformation", BasicLimits),
-                ("IoInfo", IoCounters),
-                ("ProcessMemoryLimit", ctypes.c_size_t),
-                ("JobMemoryLimit", ctypes.c_size_t),
-                ("PeakProcessMemoryUsed", ctypes.c_size_t),
-                ("PeakJobMemoryUsed", ctypes.c_size_t)]
-
-
-def job_limits(memory_bytes: int) -> ExtendedLimits:
-    """``memory_bytes`` in all, :data:`JOB_PROCESSES` at once, every one killed on close."""
-    limits = ExtendedLimits()
-    basic = limits.BasicLimitInformation
-    basic.LimitFlags = (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_JOB_MEMORY
-                        | JOB_OBJECT_LIMIT_ACTIVE_PROCESS
-                        | JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION)
-    basic.ActiveProcessLimit = JOB_PROCESSES
-    limits.JobMemoryLimit = memory_bytes
-    return limits
+    _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", IoCounters),
+                *((name, ctypes.c_size_t) for name in (
+                    "ProcessMemoryLimit", "JobMemoryLimit", "PeakProcessMemoryUsed",
+                    "PeakJobMemoryUsed"))]
 
 
 class JobObject:
@@ -237,8 +212,12 @@ class JobObject:
         self._job = self._kernel32.CreateJobObjectW(None, None)
         if not self._job:
             raise OSError("CreateJobObjectW failed")
-        try:
-            limits = job_limits(memory_bytes)
+        try:  # memory_bytes in all, JOB_PROCESSES at once, every one killed on close
+            limits = ExtendedLimits(JobMemoryLimit=memory_bytes)
+            limits.BasicLimitInformation.LimitFlags = (
+                JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_JOB_MEMORY
+                | JOB_OBJECT_LIMIT_ACTIVE_PROCESS | JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION)
+            limits.BasicLimitInformation.ActiveProcessLimit = JOB_PROCESSES
             if not self._kernel32.SetInformationJobObject(
                     self._job, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION_CLASS,
                     ctypes.byref(limits), ctypes.sizeof(limits)):

@@ -93,26 +93,23 @@ def output_sentence(total_bytes: int, keep_bytes: int) -> str:
 
 def decimal_size(size: int) -> str:
     """``size`` bytes in SI units, to 3 significant digits: 2300000000 -> "2.3 GB"."""
-    if size < 1000:
-        return f"{size} B" if size != 1 else "1 byte"
-    value = float(size)
-    for unit in ("kB", "MB", "GB", "TB", "PB"):
-        value /= 1000
-        text = f"{value:.3g}"
-        if "e" not in text and float(text) < 1000:
-            return f"{text} {unit}"
-    return f"{value:.0f} PB"
+    return _human(size, 1000, ("kB", "MB", "GB", "TB", "PB"))
 
 
 def binary_size(size: int) -> str:
     """``size`` bytes in binary units: 65536 -> "64 KiB", 1536 -> "1.5 KiB"."""
-    if size < 1024:
+    return _human(size, 1024, ("KiB", "MiB", "GiB", "TiB"))
+
+
+def _human(size: int, base: int, units: tuple[str, ...]) -> str:
+    """``size`` bytes in the first of ``units`` (each ``base`` times the one before) that
+    shows it under ``base``, to 3 significant digits (whole ones from 100)."""
+    if size < base:
         return f"{size} B" if size != 1 else "1 byte"
     value = float(size)
-    unit = "B"
-    for name in ("KiB", "MiB", "GiB", "TiB"):
-        if value < 1024:
-            break
-        value /= 1024
-        unit = name
-    return f"{value:.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
+    for unit in units:
+        value /= base
+        text = f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+        if "e" not in text and float(text) < base:
+            return f"{text} {unit}"
+    return f"{value:.0f} {units[-1]}"

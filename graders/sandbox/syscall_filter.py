@@ -1,11 +1,8 @@
 """The worker's syscall filter: one table of refused system calls (:data:`RULES`), a
-reason on each row, assembled into a seccomp BPF program for x86_64 and aarch64 and
-installed by every Linux worker before it imports the submission (:func:`install`); on
-the portable runner a second one refuses new processes (:func:`process_program`).
-
-A refused call fails with its errno and the process lives; a call from a foreign ABI
-kills it. docs/security.md ("A syscall filter") says why each group is refused, and why
-no libseccomp. The worker imports a copy of this file: the standard library only.
+reason on each row, assembled into a seccomp BPF program for x86_64 and aarch64 that every
+Linux worker installs before it imports the submission; on the portable runner a second
+one refuses new processes. A refused call fails with its errno, a foreign ABI's kills
+(why: docs/security.md, "A syscall filter"). The worker imports a copy: stdlib only.
 """
 
 from __future__ import annotations
@@ -151,20 +148,14 @@ CLONE_THREAD = 0x00010000
 FORKS = {"x86_64": (57, 58), "aarch64": ()}
 CLONE = {"x86_64": 56, "aarch64": 220}
 
-# seccomp(2) and prctl(2)
-SECCOMP_RET_KILL_PROCESS = 0x80000000  # before Linux 4.14: read as KILL (the thread)
-SECCOMP_RET_ERRNO = 0x00050000
-SECCOMP_RET_ALLOW = 0x7FFF0000
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
+# seccomp(2) and prctl(2); KILL_PROCESS reads as KILL (the thread) before Linux 4.14
+SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_ERRNO, SECCOMP_RET_ALLOW = 0x80000000, 0x50000, 0x7FFF0000
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 #: The kernel's limit on one filter's instructions (BPF_MAXINSNS).
 MAX_INSTRUCTIONS = 4096
 # classic BPF opcodes
 LOAD = 0x20  # BPF_LD | BPF_W | BPF_ABS: a 32-bit word of seccomp_data
-JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
-JGE = 0x35  # BPF_JMP | BPF_JGE | BPF_K
-JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+JEQ, JGE, JSET = 0x15, 0x35, 0x45  # BPF_JMP | BPF_JEQ, BPF_JGE, BPF_JSET | BPF_K
 RETURN = 0x06  # BPF_RET | BPF_K
 # offsets in struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6];}
 NR, ARCH, ARGS = 0, 4, 16
@@ -193,14 +184,16 @@ def instruction(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def _errno(error: int) -> int:
-    return SECCOMP_RET_ERRNO | (error & 0xFFFF)
+def _refuse(error: int) -> bytes:
+    return instruction(RETURN, SECCOMP_RET_ERRNO | (error & 0xFFFF))
+
+
+ALLOW = instruction(RETURN, SECCOMP_RET_ALLOW)
 
 
 def _argument_test(rule: Rule, when: Arg) -> list[bytes]:
     """The instructions after a match of ``rule``'s number: load the argument, return."""
-    refuse = instruction(RETURN, _errno(rule.error))
-    allow = instruction(RETURN, SECCOMP_RET_ALLOW)
+    refuse, allow = _refuse(rule.error), ALLOW
     load = instruction(LOAD, ARGS + 8 * when.position)  # the low half: little-endian
     count = len(when.values)
     if when.test == "any":
@@ -228,12 +221,12 @@ def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> byte
     for rule in rules:
         number = getattr(rule, architecture.name)
         if rule.when is None:
-            code += [instruction(JEQ, number, 0, 1), instruction(RETURN, _errno(rule.error))]
+            code += [instruction(JEQ, number, 0, 1), _refuse(rule.error)]
         else:
             body = _argument_test(rule, rule.when)
             # the body ends in returns, so the accumulator it loads never reaches a later rule
             code += [instruction(JEQ, number, 0, len(body)), *body]
-    code.append(instruction(RETURN, SECCOMP_RET_ALLOW))
+    code.append(ALLOW)
     if len(code) > MAX_INSTRUCTIONS:
         raise ValueError(f"the syscall filter has {len(code)} instructions, more than the "
                          f"kernel's {MAX_INSTRUCTIONS}")
@@ -243,8 +236,7 @@ def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> byte
 def process_program(architecture: Architecture) -> bytes:
     """The portable runner's second filter: fork, vfork and clone without CLONE_THREAD
     fail with EAGAIN; a foreign ABI is killed; everything else is left to the first."""
-    refuse = instruction(RETURN, _errno(errno.EAGAIN))
-    allow = instruction(RETURN, SECCOMP_RET_ALLOW)
+    refuse, allow = _refuse(errno.EAGAIN), ALLOW
     code = _prologue(architecture)
     for number in FORKS[architecture.name]:
         code += [instruction(JEQ, number, 0, 1), refuse]
