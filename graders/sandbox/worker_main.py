@@ -93,7 +93,7 @@ def confine(landlock_paths: Any, filter_syscalls: bool, *, no_processes: bool = 
         if filter_syscalls:
             import syscall_filter  # type: ignore[import-not-found,unused-ignore]
 
-            syscall_filter.install(no_processes=no_processes)
+            syscall_filter.install(**({"no_processes": True} if no_processes else {}))
             line["syscall_filter"] = True
     except Exception as error:
         line.update(failed=layer, error=describe(error))
