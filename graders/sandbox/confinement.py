@@ -1,6 +1,6 @@
-"""Which confinement a student's worker gets here (:func:`protections_for`: the row of
+"""Which confinement a student's worker gets here (the row of
 :data:`graders.sandbox.modes.MODES` this machine allows, less the layers it lacks), and
-the command that starts it: bubblewrap wherever it runs, else Landlock."""
+what starts it: bubblewrap wherever it runs, else Landlock."""
 
 from __future__ import annotations
 
@@ -155,8 +155,7 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
                        + (f", in {box}" if mounted else ""), box_mount=mounted), mode
 
 
-#: A uid and gid that stand for any sandbox user when asking whether workers can be
-#: confined before a user is claimed (nobody's, on Debian and most systems).
+#: A uid and gid standing for any sandbox user before one is claimed (nobody's).
 ANY_SANDBOX_ID = 65534
 
 
@@ -168,8 +167,7 @@ def unconfined_warning(protections: Protections) -> str:
 
 
 def confinement_gap(as_root: bool) -> str | None:
-    """None when workers started here are confined, else why not (before a class is
-    graded, with a stand-in sandbox user as root)."""
+    """None when workers started here are confined, else why not (as root, for any user)."""
     sandbox = SandboxUser("any", ANY_SANDBOX_ID, ANY_SANDBOX_ID) if as_root else None
     protections = protections_for(sandbox)
     return None if protections.confined else protections.description
@@ -178,7 +176,7 @@ def confinement_gap(as_root: bool) -> str | None:
 @functools.cache
 def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
     """None when bubblewrap can confine a worker here as ``uid``/``gid`` (dropping to them
-    when ``drop``), else why not; tried once per process."""
+    when ``drop``), else why not; tried once."""
     if not sys.platform.startswith("linux"):
         return "bubblewrap needs Linux"
     bwrap = bubblewrap.bwrap_executable(for_others=drop)
@@ -217,8 +215,7 @@ _early_probes: dict[tuple[int, int, bool], threading.Thread] = {}
 
 
 def start_probe() -> None:
-    """Start the bubblewrap probe a grading here needs in a thread, while pytest starts
-    (only where the hardened runner runs); :func:`protections_for` waits for it."""
+    """Start the bubblewrap probe in a thread while pytest starts (hardened runner only)."""
     if not sys.platform.startswith("linux") or not platform_support.capabilities().hardened:
         return
     key = _probe_key(platform_support.effective_uid() == 0)
@@ -252,15 +249,12 @@ def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, Any]:
 def bubblewrap_command(python: WorkerPython, *, folders: Sequence[Path],
                        submission_fd: int, worker: Sequence[str],
                        bwrap: Path | None = None, space: Path | None = None) -> list[str]:
-    """The command that runs ``worker`` in bubblewrap with ``folders`` and ``python``
-    read-only, in ``space`` (a mounted box) where given, ``serving.py`` read from
-    ``submission_fd``; start it with :func:`start_options`."""
+    """The command running ``worker`` in bubblewrap with ``folders`` and ``python``
+    read-only, in ``space`` (a mounted box) where given, ``serving.py`` from ``submission_fd``."""
     executable = bwrap or bubblewrap.bwrap_executable(for_others=os.geteuid() == 0)
     if executable is None:
         raise OSError("bubblewrap is no longer installed")
-    paths, covered = bubblewrap.interpreter_paths(
-        python.executable, python.environment, Path(sysconfig.get_paths()["stdlib"]),
-        shared_library())
+    paths, covered = _interpreter_paths(python)
     return bubblewrap.bwrap_command(
         executable, read_only=[*folders, *paths], covered=covered,
         submission_fd=submission_fd, submission_name=SUBMISSION_NAME,
@@ -273,14 +267,17 @@ def landlock_paths(python: WorkerPython, folders: Sequence[Path], box: Path
     """The worker's Landlock rules: read ``folders`` and what bubblewrap binds of the
     interpreter, but the standard library entry by entry without its package folders
     (Landlock cannot hide a folder below one it allows); write ``box``."""
-    paths, covered = bubblewrap.interpreter_paths(
-        python.executable, python.environment, Path(sysconfig.get_paths()["stdlib"]),
-        shared_library())
+    paths, covered = _interpreter_paths(python)
     read = [*folders, *(Path(file) for file in bubblewrap.LOADER_FILES)]
     hidden = {folder.parent for folder in covered}
     for path in paths:
         read += sorted(set(path.iterdir()) - set(covered)) if path in hidden else [path]
     return {"read": [str(path) for path in read], "write": [str(box)]}
+
+
+def _interpreter_paths(python: WorkerPython) -> tuple[list[Path], list[Path]]:
+    return bubblewrap.interpreter_paths(python.executable, python.environment,
+                                        Path(sysconfig.get_paths()["stdlib"]), shared_library())
 
 
 def start_options(sandbox: SandboxUser | None, submission_fd: int | None) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 MAX_WAIT_S = 3600.0
 #: The sandbox user name that means "a free user of the pool serving-sandbox-1 to -64".
 DEFAULT_SANDBOX_USER = "serving-sandbox"
+#: The most CPU seconds asked of the worker's rlimit (68 years).
+MAX_CPU_S = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,9 @@ class Limits:
         """The rlimits the worker applies to itself, and the reply limit it stops at."""
         return {
             "reply_bytes": self.max_reply_bytes,
-            "cpu_s": self.cpu_s if self.cpu_s is not None else _seconds(self.worst_case_s),
+            # any budget, however large (inf included), gives a limit every rlim_t holds
+            "cpu_s": self.cpu_s if self.cpu_s is not None else
+            MAX_CPU_S if not self.worst_case_s < MAX_CPU_S else math.ceil(self.worst_case_s),
             "address_space_bytes": self.address_space_bytes,
             "processes": self.processes,
             "file_size_bytes": self.file_size_bytes,
@@ -68,12 +72,3 @@ class Limits:
             "core_bytes": 0,
         }
 
-
-#: The most CPU seconds asked of the worker's rlimit (68 years): any time budget, however
-#: large, gives a limit every system's rlim_t holds.
-MAX_CPU_S = 2**31 - 1
-
-
-def _seconds(wall_s: float) -> int:
-    """``wall_s`` rounded up to whole seconds, at most :data:`MAX_CPU_S` (inf included)."""
-    return MAX_CPU_S if not wall_s < MAX_CPU_S else math.ceil(wall_s)

@@ -1,8 +1,6 @@
-"""Runs student calls in a separate, limited interpreter and returns plain data: the protocol.
-
-One worker serves many calls, one JSON line each; a crash, a hang or a garbage reply kills
-it and a fresh one serves the next call. Every read and write has a deadline, every wait
-at most :data:`MAX_WAIT_S`; the bounds are docs/security.md's "How student code runs".
+"""Runs student calls in a separate, limited interpreter and returns plain data: one worker
+serves many calls, one JSON line each; a crash, a hang or a garbage reply kills it and a
+fresh one serves the next (the bounds: docs/security.md, "How student code runs").
 """
 
 from __future__ import annotations
@@ -182,8 +180,7 @@ class StudentRunner:
         return self.budget.spent_s
 
     def output_summary(self, since: OutputMark | None = None) -> OutputSummary:
-        """What the submission has printed so far (or since ``since``), read without
-        waiting: the worker flushes its output before each reply."""
+        """What the submission has printed so far (or since ``since``), without waiting."""
         self._drain()
         return self._output.summary(since)
 
@@ -201,8 +198,8 @@ class StudentRunner:
         self._output.echo = echo
 
     def close(self) -> None:
-        """Stop the worker and remove what this run made or its worker left (with its
-        sandbox user's leftovers, when held alone). Never raises; problems go to stderr."""
+        """Stop the worker, remove what this run made or its worker (or its sandbox user,
+        held alone) left. Never raises; problems go to stderr."""
         with deferred_signals():  # stopped half way, it would leave processes and folders
             self._close()
 
@@ -233,8 +230,7 @@ class StudentRunner:
     def call(self, function: str, args: Sequence[Any] = (),
              kwargs: Mapping[str, Any] | None = None,
              fields: Sequence[str] | None = None) -> CallOutcome:
-        """Call ``function`` in the worker and return its result as plain data; its wall
-        time is charged to the budget, past which calls are refused without running."""
+        """Call ``function`` in the worker: its result as plain data, its time charged."""
         refusal = self._refusal(function)
         if refusal is not None:
             return refusal
@@ -251,13 +247,10 @@ class StudentRunner:
             return self._outcome(function, reply)
 
     def call_many(self, calls: Sequence[CallRequest]) -> Generator[CallOutcome, None, None]:
-        """The outcomes of ``calls``, in order, as :meth:`call` gives them one after
-        another, with requests written ahead (at most :data:`PIPELINE_BYTES` unanswered).
-
-        A submission that reads the requests written ahead sees coming visible inputs and
-        can make calls fail, within the same deadlines and budget. Each timeout runs from
-        when its reply is awaited; after a failed or refused call the rest go by :meth:`call`.
-        """
+        """The outcomes of ``calls`` as :meth:`call` gives them, with requests written ahead
+        (at most :data:`PIPELINE_BYTES` unanswered; a submission reading them sees coming
+        visible inputs, within the same deadlines and budget). Each timeout runs from when
+        its reply is awaited; after a failed or refused call the rest go by :meth:`call`."""
         pending: collections.deque[tuple[int, int, int]] = collections.deque()
         in_flight = 0  # request bytes written and not answered
         unsent = 0  # the first call not written yet
@@ -330,7 +323,7 @@ class StudentRunner:
 
     def _drop_pipeline(self, pending: collections.deque[tuple[int, int, int]],
                        calls: Sequence[CallRequest]) -> None:
-        """Discard the replies the caller, stopping early, left, so the worker is idle."""
+        """Discard the replies a caller that stopped early left: the worker is idle again."""
         with contextlib.suppress(WorkerGone):
             for ident, _, position in pending:
                 self._answer(calls[position].function, ident)
@@ -444,8 +437,7 @@ class StudentRunner:
         return worker
 
     def _confirm_filter(self, worker: _Worker) -> None:
-        """Read the worker's first line, written before any student code runs: where it
-        could not confine itself, the grading fails as the grader's (SandboxError)."""
+        """Read the worker's first line: SandboxError where it could not confine itself."""
         reply = self._read_reply(worker, self.limits.import_timeout_s, None, ident=None)
         wanted = self._setup.protections
         if (reply.get("syscall_filter"), reply.get("landlock", 0)) == \

@@ -1,11 +1,10 @@
-"""How a worker is started under its confinement: its command, environment and privilege
-drop (bubblewrap, or a plain drop to the sandbox user), and what its exit code says."""
+"""How a worker is started under its confinement (bubblewrap, or a plain drop to the
+sandbox user): its command and environment, and what its exit code says."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from graders.sandbox.confinement import (
     bubblewrap_command,
     start_options,
 )
+from graders.sandbox.interrupts import signal_name
 from graders.sandbox.privileges import TOKEN_VARIABLE, SandboxUser, WorkerPython
 from graders.sandbox.runtime import WORKER_SCRIPT
 from graders.sandbox.transport import Transport, WorkerCommand
@@ -87,9 +87,5 @@ class WorkerSetup:
         if code > 128 and self.protections.tool == "bubblewrap":
             code = 128 - code  # bwrap reports a worker killed by signal N as 128 + N
         if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"the worker was killed by {name}"
+            return f"the worker was killed by {signal_name(-code)}"
         return f"the worker exited with code {code} (sys.exit or os._exit in serving.py?)"
