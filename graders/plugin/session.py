@@ -6,7 +6,7 @@ import collections
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -49,7 +49,6 @@ from graders.results.reports import (
     validated_results,
     write_json_atomically,
 )
-from graders.sandbox.confinement import unconfined_warning
 from graders.sandbox.interrupts import deferred_signals
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
 from graders.sandbox.platforms import running_as_root
@@ -57,7 +56,6 @@ from graders.sandbox.privileges import (
     SandboxUser,
     claim_sandbox_user,
     close_to_others,
-    closed_note,
     protected_folders,
 )
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
@@ -198,7 +196,11 @@ class GradingSession:
             runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox)
             runner.start()
             if not runner.protections.confined:  # one line, whatever the verbosity
-                sys.stderr.write(f"graders: warning: {unconfined_warning(runner.protections)}\n")
+                reach = "" if runner.protections.network_isolation else " and reach the network"
+                sys.stderr.write(
+                    "graders: warning: the student's code runs without confinement (no "
+                    f"namespaces here): it can read and write this user's files{reach}; see "
+                    "extra_data.protections in the results\n")
             registry(runner.grader_definitions)  # parsed once, not at every grading
             tracks = oracle.bind(load_tracks())
         except BaseException:
@@ -578,3 +580,31 @@ class GradingSession:
                                      grader_failure=self.grader_failure,
                                      visible_only=self.oracle.golden)
         write_json_atomically(path, document)
+
+
+def closed_note(changed: Iterable[tuple[Path, int, int]]) -> str | None:
+    """The note to staff on the folders :func:`graders.sandbox.privileges.close_to_others`
+    closed and how other staff may grade, or None."""
+    changed = list(changed)
+    if not changed:
+        return None
+    import shlex
+
+    folders = ", ".join(f"{str(path)!r} (mode {before:o} -> {after:o})"
+                        for path, before, after in changed)
+    outermost = min((path for path, _, _ in changed), key=lambda path: len(path.parts))
+    group = _group_name(outermost.stat().st_gid)
+    return (f"closed {folders} to other users so that student code, run as a sandbox user, "
+            f"cannot read them; staff in their group {group!r} can still grade; to let "
+            "other staff grade without reopening them, give the checkout a group of theirs: "
+            f"chgrp -R STAFF {shlex.quote(str(outermost))} && chmod -R g+rX "
+            f"{shlex.quote(str(outermost))} (a sandbox user is never in it)")
+
+
+def _group_name(gid: int) -> str:
+    try:
+        import grp  # POSIX-only, so imported here: this module imports anywhere
+
+        return grp.getgrgid(gid).gr_name
+    except (ImportError, KeyError):
+        return str(gid)

@@ -551,11 +551,13 @@ def kill_marked(marker: str, spare: Collection[int] = ()) -> list[int]:
     needle = marker.encode()
 
     def marked(pid: int) -> bool:
-        for read in (lambda: (os.readlink(f"/proc/{pid}/cwd") + "/").encode(),
-                     Path(f"/proc/{pid}/environ").read_bytes):
-            with contextlib.suppress(OSError):
-                if pid not in spare and needle in read():
-                    return True
+        if pid in spare:
+            return False
+        with contextlib.suppress(OSError):
+            if needle in (os.readlink(f"/proc/{pid}/cwd") + "/").encode():
+                return True
+        with contextlib.suppress(OSError):
+            return needle in Path(f"/proc/{pid}/environ").read_bytes()
         return False
 
     return _kill_until_gone(marked)

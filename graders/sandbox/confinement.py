@@ -159,13 +159,6 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
 ANY_SANDBOX_ID = 65534
 
 
-def unconfined_warning(protections: Protections) -> str:
-    """The one line ``graders grade`` prints when the worker runs unconfined."""
-    reach = "" if protections.network_isolation else " and reach the network"
-    return ("the student's code runs without confinement (no namespaces here): it can read "
-            f"and write this user's files{reach}; see extra_data.protections in the results")
-
-
 def confinement_gap(as_root: bool) -> str | None:
     """None when workers started here are confined, else why not (as root, for any user)."""
     sandbox = SandboxUser("any", ANY_SANDBOX_ID, ANY_SANDBOX_ID) if as_root else None

@@ -48,8 +48,7 @@ _STDLIB_SKIP = ("site-packages", "dist-packages", "test", "tests", "idlelib", "t
 
 
 class SandboxError(GraderFailure):
-    """The sandbox user or a reachable interpreter cannot be set up (a grader failure;
-    a user that can never serve, such as uid 0, is a :class:`SettingsError`)."""
+    """The sandbox user or a reachable interpreter cannot be set up (a grader failure)."""
 
 
 class SandboxClaim:
@@ -60,10 +59,6 @@ class SandboxClaim:
         self.name = name
         #: The descriptor holding the lock (None once released), to pass down to a child.
         self.fd: int | None = fd
-
-    @property
-    def held(self) -> bool:
-        return self.fd is not None
 
     def inheritance(self) -> dict[str, str]:
         """The environment that lets a child (given ``pass_fds=(fd,)``) take over this hold."""
@@ -82,7 +77,7 @@ class SandboxClaim:
     __del__ = release
 
     def __repr__(self) -> str:
-        return f"SandboxClaim({self.name!r}, held={self.held})"
+        return f"SandboxClaim({self.name!r}, held={self.fd is not None})"
 
 
 @dataclass(frozen=True)
@@ -98,7 +93,7 @@ class SandboxUser:
     @property
     def exclusive(self) -> bool:
         """Whether this grading holds the user alone (then its leftovers are removed)."""
-        return self.claim is not None and self.claim.held
+        return self.claim is not None and self.claim.fd is not None
 
     def release(self) -> None:
         """Give the user back to other gradings, if this one holds it (idempotent)."""
@@ -248,13 +243,13 @@ def ensure_sandbox_user(name: str) -> SandboxUser:
 
 def _create_user(name: str) -> None:
     """Create the account; retried, since useradd fails while another locks /etc/passwd."""
-    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-    command = [useradd, "--system", "--user-group", "--no-create-home",
-               "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name]
-    detail = ""
     import pwd  # POSIX-only, so imported here: this module imports anywhere
 
-    for attempt in range(_USERADD_ATTEMPTS):
+    command = [shutil.which("useradd") or "/usr/sbin/useradd", "--system", "--user-group",
+               "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
+               name]
+    detail = ""
+    for attempt in range(10):
         try:
             subprocess.run(command, check=True, capture_output=True, text=True)
             return
@@ -269,9 +264,6 @@ def _create_user(name: str) -> None:
         time.sleep(0.1 * (attempt + 1))
     raise SandboxError(f"cannot create the sandbox user {name!r} ({detail.strip()}); "
                        "create it yourself or pass --grader-sandbox-user")
-
-
-_USERADD_ATTEMPTS = 10
 
 
 def grading_parent(sandbox: SandboxUser | None) -> Path | None:
@@ -322,9 +314,8 @@ def worker_python() -> WorkerPython:
 def shared_library() -> Path | None:
     name = sysconfig.get_config_var("LDLIBRARY") or ""
     directory = sysconfig.get_config_var("LIBDIR") or ""
-    if not name.endswith(".so") and ".so." not in name:
-        return None
-    candidates = sorted(Path(directory).glob(f"{name}*")) if directory else []
+    shared = name.endswith(".so") or ".so." in name
+    candidates = sorted(Path(directory).glob(f"{name}*")) if directory and shared else []
     return candidates[-1] if candidates else None
 
 
@@ -343,8 +334,7 @@ def _cached_copy(executable: Path, stdlib: Path, library: Path | None) -> tuple[
         return folder, False
     _remove_abandoned(cache, f".{name}.")
     if os.path.lexists(folder):  # unfinished or broken: ours to replace (no one else writes here)
-        problems = remove_tree(folder)
-        report_problems(problems, what="replacing a broken interpreter copy")
+        report_problems(remove_tree(folder), what="replacing a broken interpreter copy")
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.{os.getpid()}.", dir=cache))
     _build_copy(executable, stdlib, library, staging)
     published = publish_folder(staging, folder, _complete_copy)
@@ -412,33 +402,6 @@ def close_to_others(paths: Iterable[Path], *, sandbox_gid: int | None = None
                 path.chmod(after)
                 changed.append((path, before, after))
     return changed
-
-
-def closed_note(changed: Iterable[tuple[Path, int, int]]) -> str | None:
-    """The note on what :func:`close_to_others` changed and how staff grade, or None."""
-    changed = list(changed)
-    if not changed:
-        return None
-    import shlex
-
-    folders = ", ".join(f"{str(path)!r} (mode {before:o} -> {after:o})"
-                        for path, before, after in changed)
-    outermost = min((path for path, _, _ in changed), key=lambda path: len(path.parts))
-    group = _group_name(outermost.stat().st_gid)
-    return (f"closed {folders} to other users so that student code, run as a sandbox user, "
-            f"cannot read them; staff in their group {group!r} can still grade; to let "
-            "other staff grade without reopening them, give the checkout a group of theirs: "
-            f"chgrp -R STAFF {shlex.quote(str(outermost))} && chmod -R g+rX "
-            f"{shlex.quote(str(outermost))} (a sandbox user is never in it)")
-
-
-def _group_name(gid: int) -> str:
-    try:
-        import grp  # POSIX-only, so imported here: this module imports anywhere
-
-        return grp.getgrgid(gid).gr_name
-    except (ImportError, KeyError):
-        return str(gid)
 
 
 def sweep(token: str) -> list[int]:

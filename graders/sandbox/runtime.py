@@ -1,6 +1,6 @@
 """The worker's runtime folder (the worker script, its syscall filter and Landlock rules,
-pint with its dependencies, nothing else), and pint's parsed definitions for the worker
-and for the grader, each built once and reused."""
+pint with its dependencies), and pint's parsed definitions for worker and grader: each
+built once and reused."""
 
 from __future__ import annotations
 
@@ -24,9 +24,8 @@ from graders.units import build_definitions_cache
 from graders.versions import distribution_closure
 
 WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
-#: The worker's syscall filter, imported by the worker from its runtime folder.
+#: The worker's syscall filter and Landlock rules, imported from its runtime folder.
 FILTER_MODULE = Path(__file__).with_name("syscall_filter.py")
-#: The worker's Landlock rules, imported the same way.
 LANDLOCK_MODULE = Path(__file__).with_name("landlock.py")
 #: The distributions the worker may import, with their install-time dependencies.
 WORKER_DISTRIBUTIONS = ("pint",)
@@ -100,16 +99,11 @@ def _is_trusted(folder: Path) -> bool:
     unconfined worker cannot leave a tampered one for later gradings."""
     try:
         info = folder.lstat()
-    except FileNotFoundError:
-        return False
-    if not (stat.S_ISDIR(info.st_mode) and platform_support.owned_by_me(info.st_uid)
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
-        return False
-    try:
-        built = (folder / COMPLETE_MARKER).read_text(encoding="utf-8")
+        return stat.S_ISDIR(info.st_mode) and platform_support.owned_by_me(info.st_uid) \
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) \
+            and (folder / COMPLETE_MARKER).read_text(encoding="utf-8") == _manifest(folder)
     except OSError:
         return False
-    return built == _manifest(folder)
 
 
 def cached_runtime(private_parent: Path) -> Path:
@@ -177,10 +171,8 @@ def _cached_path(shared: Path, kind: str, key: str) -> Path:
 def trusted_cached_folder(kind: str, key: str) -> Path | None:
     """The trusted shared folder of ``kind`` and ``key``, if there; builds nothing."""
     shared = cache_folder()
-    if shared is None:
-        return None
-    folder = _cached_path(shared, kind, key)
-    return folder if _is_trusted(folder) else None
+    folder = _cached_path(shared, kind, key) if shared is not None else None
+    return folder if folder is not None and _is_trusted(folder) else None
 
 
 def trusted_cached_folders(kind: str, key_prefix: str) -> list[Path]:

@@ -1,21 +1,15 @@
-"""The tagged JSON of the grader: every tag, documented here, in one place.
+"""The tagged JSON of the grader: every tag, in one place. What plain JSON cannot carry is
+an object with one ``$tag`` key:
 
-Plain JSON carries bool, int, float, str, None, lists and objects with string keys. What
-it cannot carry is an object with one ``$tag`` key:
+- ``$q``: ``[magnitude, unit]``, a pint quantity (:func:`encode_argument` to the worker);
+- ``$ns``: ``{attribute: value}``, an object with attributes (also golden files);
+- ``$map``: ``{key: value}``, a mapping argument; ``$tuple``: ``[items]``, a tuple;
+- ``$float``: the ``repr`` of a float JSON cannot hold (inf, nan); golden files only;
+- ``$unsupported``: a type's name, for a student value that is not plain data; ``$missing``:
+  a result field the student's object lacks; ``$error``: ``Type: message``, reading the
+  field raised (written by the worker, read by comparison and feedback).
 
-- ``$q``: ``[magnitude, unit]``, a pint quantity; written by :func:`encode_argument`,
-  read by the worker.
-- ``$ns``: ``{attribute: value}``, an object with attributes; written by
-  :func:`encode_argument` and golden files, read by the worker and golden files.
-- ``$map``: ``{key: value}``, a mapping argument; :func:`encode_argument` to the worker.
-- ``$tuple``: ``[items]``, a tuple; like ``$ns``.
-- ``$float``: the ``repr`` of a float JSON cannot hold (inf, nan); golden files only.
-- ``$unsupported``: a type's name, for a student value that is not plain data; written by
-  the worker, read by comparison and feedback.
-- ``$missing``: a field's name, for a result field the student's object lacks; likewise.
-- ``$error``: ``Type: message``, reading the field raised; likewise.
-
-The worker spells its tags out (``tests/test_architecture.py`` checks them). A reply's
+The worker spells its tags out (``tests/test_architecture.py`` checks them); a reply's
 value is bounded again where it enters the grader (:func:`bounded`).
 """
 

@@ -1,7 +1,6 @@
-"""The student worker: imports one ``serving.py`` and answers one JSON line per call.
-
-Run by :mod:`graders.sandbox.runner` from its runtime folder, never imported by the
-grader: the standard library only (pint lazily). Protocol, one JSON object per line:
+"""The student worker: imports one ``serving.py`` and answers one JSON line per call. Run
+from its runtime folder, never imported by the grader: the standard library only (pint
+lazily). Protocol, one JSON object per line:
 
 - ``{"op": "init", ...}``: limits, then (when asked) Landlock and the syscall filter, said
   in a first line ``{"syscall_filter", "landlock", "failed", "error"}`` before any student
@@ -10,9 +9,8 @@ grader: the standard library only (pint lazily). Protocol, one JSON object per l
   "value": ...}`` or ``{"id": N, "ok": false, "error": "..."}``;
 - ``{"op": "pint", "id": N}`` imports pint ahead of calls that pass quantities.
 
-Values are reduced to plain data with :mod:`graders.sandbox.wire`'s tags, texts cut to
-MAX_TEXT characters and sequences to MAX_SEQUENCE items. The submission's output is
-flushed before every reply.
+Values are reduced to plain data (:mod:`graders.sandbox.wire`'s tags, texts cut to
+MAX_TEXT characters, sequences to MAX_SEQUENCE items); output is flushed before a reply.
 """
 
 import contextlib

@@ -34,6 +34,7 @@ import graders.sandbox.runtime
 import graders.sandbox.syscall_filter
 import reference
 from graders.errors import GraderError
+from graders.plugin.session import closed_note
 from graders.sandbox.bubblewrap import WORKER_ID
 from graders.sandbox.cleanup import (
     SHARED_WRITABLE,
@@ -50,7 +51,6 @@ from graders.sandbox.privileges import (
     SandboxUser,
     claim_sandbox_user,
     close_to_others,
-    closed_note,
     ensure_sandbox_user,
     protected_folders,
     reachable_by_others,
