@@ -13,8 +13,7 @@ from pathlib import Path
 #: The box's bytes and inodes (files, folders and links; serving.py takes one).
 BOX_BYTES = 64 * 1024**2
 BOX_INODES = 4096
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
-_MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 8
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 4, 8, 2, 8
 #: The source every box's tmpfs is mounted with (how a stale one is found again).
 SOURCE = "serving-grader-box"
 

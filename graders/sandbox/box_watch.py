@@ -1,8 +1,7 @@
-"""The box's bound where it is a plain host folder (Landlock without a mounted tmpfs): one
-inotify watch on the flat box, a thread that SIGKILLs the worker once it holds more than
-:data:`BOX_BYTES` or :data:`BOX_INODES` entries (scanning every :data:`POLL_S` where
-inotify is refused). docs/security.md ("The box's watch") says what it does not count.
-"""
+"""The box's bound where it is a plain host folder (Landlock without a mounted tmpfs): a
+thread SIGKILLs the worker once the flat box holds more than :data:`BOX_BYTES` or
+:data:`BOX_INODES` entries, woken by inotify (or every :data:`POLL_S` where refused); what
+it does not count: docs/security.md, "The box's watch"."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ class BoxWatch:
         report_problems(problems)
 
     def close(self) -> None:
-        """Stop watching; the thread closes its descriptors as it ends (closing inotify's
-        waits for the kernel, about 8 ms: not the grading's time)."""
+        """Stop watching; the thread closes its descriptors (inotify's takes ~8 ms)."""
         os.write(self._wake[1], b"x")
         os.close(self._wake[1])
 

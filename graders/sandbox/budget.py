@@ -41,9 +41,8 @@ class Strikes:
 
 @dataclass
 class TimeBudget:
-    """Wall time the student's code may cost one grading, shared by all its runners (the
-    visible tests' and the hidden tests' workers): calls, imports and restarts in all,
-    and, as a part of it, the time of hanging calls and the restarts after them."""
+    """Wall time the student's code may cost one grading, shared by all its runners: calls,
+    imports and restarts in all, and as a part of it hanging calls and their restarts."""
 
     total_s: float
     hang_s: float

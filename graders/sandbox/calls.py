@@ -57,8 +57,7 @@ class WorkerGone(Exception):
 
     def __init__(self, status: Status, message: str) -> None:
         super().__init__(message)
-        self.status: Status = status
-        self.message = message
+        self.status, self.message = status, message
 
 
 def request_line(request: dict[str, Any]) -> bytes:
@@ -79,9 +78,8 @@ def parse_reply(raw: bytes) -> Any:
 
 
 def _nesting_exceeds(raw: bytes, limit: int) -> bool:
-    """Whether the brackets of ``raw``, outside its strings, nest deeper than ``limit``
-    (or do not pair up, which no JSON does), checked at C speed before the parser, which
-    recurses once per level: innermost pairs are removed, once per level."""
+    """Whether the brackets of ``raw``, outside its strings, nest deeper than ``limit`` (or
+    do not pair up), at C speed: innermost pairs are removed, once per level."""
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
     brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)

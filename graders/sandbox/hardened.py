@@ -1,7 +1,6 @@
 """The hardened transport: a worker in a session of its own, read through one selector.
 Requests go into a non-blocking pipe, the output FIFO is drained while a reply is awaited
-(past the kept part, spliced away unread), and a stop kills the session and sweeps /proc.
-"""
+(past the kept part, spliced away unread), and a stop kills the session and sweeps /proc."""
 
 from __future__ import annotations
 
@@ -147,12 +146,11 @@ class HardenedTransport:
         if self._output is not None:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(self._output)
-        output, self._output = self._output, None
-        discard, self._discard = self._discard, None
-        for fd in (output, discard):
+        for fd in (self._output, self._discard):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+        self._output = self._discard = None
 
     def stop(self) -> None:
         kill_session(self.process)  # its pipes closed too

@@ -1,9 +1,8 @@
 """Landlock for the worker where bubblewrap cannot run: the allowlist without a mount
-namespace, applied by the worker itself (:func:`restrict`) before it imports the
-submission, best-effort for the kernel's ABI: read only the paths given, write only its
-box (flat, executing nothing), and from ABI 4 no TCP, from ABI 6 scoped signals and
-abstract sockets (docs/security.md, "Landlock"). Copied into the worker's runtime folder
-like the syscall filter: the standard library only.
+namespace, applied by the worker itself before it imports the submission, as the kernel's
+ABI allows: read only the paths given, write only its box (flat, executing nothing); from
+ABI 4 no TCP, from ABI 6 scoped signals and abstract sockets (docs/security.md,
+"Landlock"). Copied into the runtime like the syscall filter: the standard library only.
 """
 
 from __future__ import annotations
@@ -17,9 +16,7 @@ from collections.abc import Sequence
 
 # the generic syscall numbers: the same on x86_64 and aarch64
 CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
-CREATE_RULESET_VERSION = 1
-RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
-PR_SET_NO_NEW_PRIVS = 38
+CREATE_RULESET_VERSION, RULE_PATH_BENEATH, PR_SET_NO_NEW_PRIVS = 1, 1, 38
 
 # file system rights (LANDLOCK_ACCESS_FS_*)
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -74,7 +71,8 @@ def restrict(read: Sequence[str], write: Sequence[str]) -> int:
         for paths, rights in ((read, EXECUTE | READ_FILE | READ_DIR), (write, written)):
             for path in paths:
                 _allow(ruleset, path, rights)
-        _prctl_no_new_privs()
+        # restrict_self needs no_new_privs (without CAP_SYS_ADMIN); the filter sets it too
+        _syscall(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, call="prctl")
         _syscall(RESTRICT_SELF, ruleset, 0)
     finally:
         os.close(ruleset)
@@ -96,18 +94,9 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def _prctl_no_new_privs() -> None:
-    """restrict_self needs no_new_privs (without CAP_SYS_ADMIN); the filter sets it too."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
-
-
-def _syscall(number: int, *arguments: int | bytes | None) -> int:
-    """``syscall(number, *arguments)``: bytes are passed by address; raises OSError."""
+def _syscall(number: int, *arguments: int | bytes | None, call: str = "syscall") -> int:
+    """``syscall(number, *arguments)`` (or another libc ``call``): bytes are passed by
+    address; raises OSError."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -115,8 +104,8 @@ def _syscall(number: int, *arguments: int | bytes | None) -> int:
                else value for value in arguments]
     values = [ctypes.c_void_p(ctypes.addressof(value)) if isinstance(value, ctypes.Array)
               else ctypes.c_long(value or 0) for value in buffers]
-    result = libc.syscall(ctypes.c_long(number), *values)
+    result = getattr(libc, call)(ctypes.c_long(number), *values)
     if result < 0:
         error = ctypes.get_errno()
-        raise OSError(error, f"landlock syscall {number}: {os.strerror(error)}")
+        raise OSError(error, f"landlock {call} {number}: {os.strerror(error)}")
     return int(result)

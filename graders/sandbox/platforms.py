@@ -1,7 +1,6 @@
 """What this system offers the grader: the hardened runner's needs (Linux: ``pwd``,
 ``grp``, ``fcntl``, ``resource``, process groups, FIFOs, ``/proc``), or the portable one.
-No POSIX-only module is imported at import time; tests point :data:`PROC` elsewhere.
-"""
+No POSIX-only module is imported at import time; tests point :data:`PROC` elsewhere."""
 
 from __future__ import annotations
 
@@ -35,43 +34,34 @@ def optional_module(name: str) -> ModuleType | None:
 class Capabilities:
     """What the system offers the runner, probed when asked (cheap: imports are cached)."""
 
-    #: Names of the POSIX-only modules that cannot be imported here.
-    missing_modules: tuple[str, ...]
-    proc: bool
-    fifo: bool
-    process_groups: bool
-    linux: bool
+    #: Why the hardened runner cannot run here, one reason each (none: it can).
+    lacking: tuple[str, ...]
+    #: Whether the worker can lower its resource limits (it probes this itself too).
+    rlimits: bool
 
     @property
     def hardened(self) -> bool:
         """Whether the hardened runner can run here."""
-        return (self.linux and not self.missing_modules and self.proc and self.fifo
-                and self.process_groups)
-
-    @property
-    def rlimits(self) -> bool:
-        """Whether the worker can lower its resource limits (it probes this itself too)."""
-        return "resource" not in self.missing_modules
+        return not self.lacking
 
     def why_portable(self) -> str:
         """Why the hardened runner is not used ("" when it is)."""
-        reasons = ((not self.linux, f"{sys.platform} is not Linux"),
-                   (bool(self.missing_modules), f"no {', '.join(self.missing_modules)} module"),
-                   (not self.proc, f"no {PROC}"), (not self.fifo, "no FIFOs"),
-                   (not self.process_groups, "no process groups"))
-        return "; ".join(reason for lacking, reason in reasons if lacking)
+        return "; ".join(self.lacking)
 
 
 def capabilities() -> Capabilities:
     """Probe this system now."""
-    missing = tuple(name for name in POSIX_MODULES if optional_module(name) is None)
+    missing = [name for name in POSIX_MODULES if optional_module(name) is None]
     try:
         proc = (PROC / "self").is_dir()
     except OSError:
         proc = False
-    return Capabilities(missing_modules=missing, proc=proc, fifo=hasattr(os, "mkfifo"),
-                        process_groups=hasattr(os, "killpg") and hasattr(os, "setsid"),
-                        linux=sys.platform.startswith("linux"))
+    reasons = ((not sys.platform.startswith("linux"), f"{sys.platform} is not Linux"),
+               (bool(missing), f"no {', '.join(missing)} module"), (not proc, f"no {PROC}"),
+               (not hasattr(os, "mkfifo"), "no FIFOs"),
+               (not (hasattr(os, "killpg") and hasattr(os, "setsid")), "no process groups"))
+    return Capabilities(tuple(reason for lacks, reason in reasons if lacks),
+                        rlimits="resource" not in missing)
 
 
 def effective_uid() -> int | None:

@@ -1,7 +1,6 @@
 """The portable transport, where the hardened one cannot run: plain pipes, each served by
-a daemon thread (a worker that stops reading blocks the writer thread, never the grader);
-a stop kills the worker's process tree.
-"""
+a daemon thread (a worker that stops reading blocks that thread, never the grader); a stop
+kills the worker's process tree."""
 
 from __future__ import annotations
 

@@ -129,7 +129,8 @@ class StudentRunner:
         self._output = OutputSink(self.limits.output_keep_bytes)
         self._worker: _Worker | None = None
         self._next_id = 0
-        self._import_error: str | None = None
+        #: Why the submission cannot be imported, once a start has failed.
+        self.import_error: str | None = None
         #: Why the worker could not confine itself: raised again by every later call.
         self._filter_error: str | None = None
         self._strikes = Strikes(self.limits)
@@ -162,12 +163,7 @@ class StudentRunner:
     @property
     def imported(self) -> bool:
         """Whether a worker has imported the submission (and no start failed since)."""
-        return self._imported and self._import_error is None
-
-    @property
-    def import_error(self) -> str | None:
-        """Why the submission cannot be imported, once a start has failed."""
-        return self._import_error
+        return self._imported and self.import_error is None
 
     @property
     def protections(self) -> Protections:
@@ -353,14 +349,14 @@ class StudentRunner:
         return CallOutcome("raised", message=str(reply.get("error", "unknown error"))[:2000])
 
     def _refusal(self, function: str) -> CallOutcome | None:
-        if self._import_error is not None:
-            return CallOutcome("unimportable", message=self._import_error)
+        if self.import_error is not None:
+            return CallOutcome("unimportable", message=self.import_error)
         why = self._strikes.refusal(function) or self.budget.refusal()
         return None if why is None else CallOutcome("abandoned", message=why)
 
     def start(self, *, preload_pint: bool = True) -> None:
         """Start the worker, which imports the submission (and pint), without waiting."""
-        if self._worker is None and self._import_error is None:
+        if self._worker is None and self.import_error is None:
             with self.budget.charged():
                 self._launch(preload_pint=preload_pint)
 
@@ -420,15 +416,15 @@ class StudentRunner:
             left_s = max(self.limits.import_timeout_s - (time.monotonic() - started), 0.0)
             reply = self._read_reply(worker, left_s, None, ident=None)
         except WorkerGone as gone:
-            self._import_error = "serving.py could not be imported: " + (
+            self.import_error = "serving.py could not be imported: " + (
                 "importing it took longer than the deadline" if gone.status == "timeout"
                 else gone.message)
-            raise WorkerGone("unimportable", self._import_error) from None
+            raise WorkerGone("unimportable", self.import_error) from None
         if reply.get("ready") is not True:
-            self._import_error = import_error_message(
+            self.import_error = import_error_message(
                 f"serving.py could not be imported: {str(reply.get('error'))[:2000]}")
             self._stop()
-            raise WorkerGone("unimportable", self._import_error)
+            raise WorkerGone("unimportable", self.import_error)
         worker.ready = True
         self._imported = True
         self._pint_ready = bool(reply.get("pint"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -30,22 +31,15 @@ _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^'.]+)")
 
 def import_error_message(error: str) -> str:
     """``error``, why ``serving.py`` could not be imported, with :data:`ONLY_SERVING_PY`
-    when it names a missing module that may be the student's own: outside the standard
-    library, and not a package installed beside the grader (for numpy and the like the
-    worker's message already says that only the standard library and pint are there)."""
+    when it names a missing module that may be the student's own: neither the standard
+    library's nor installed beside the grader (numpy's message says so already)."""
     missing = _MISSING_MODULE.search(error)
-    if missing is None or missing.group(1) in sys.stdlib_module_names \
-            or _installed(missing.group(1)):
+    if missing is None or missing.group(1) in sys.stdlib_module_names:
         return error
+    with contextlib.suppress(ImportError, ValueError):  # looked up, not imported
+        if importlib.util.find_spec(missing.group(1)) is not None:
+            return error
     return f"{error}; {ONLY_SERVING_PY}"
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` is installed where the grader runs (looked up, not imported)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def locate_submission(path: str | os.PathLike[str]) -> Path:
@@ -55,9 +49,8 @@ def locate_submission(path: str | os.PathLike[str]) -> Path:
     browser's ``serving (1).py``."""
     candidate = Path(path)
     if not os.path.lexists(candidate):
-        raise SubmissionError(
-            f"submission {str(path)!r} not found: give a serving.py or a folder holding one"
-        )
+        raise SubmissionError(f"submission {str(path)!r} not found: give a serving.py or a "
+                              "folder holding one")
     if candidate.is_symlink():
         return candidate  # refused when read
     if not candidate.is_dir():
@@ -135,19 +128,14 @@ def read_submission(path: Path) -> bytes:
     except OSError as error:
         raise SubmissionError(f"cannot read submission {str(path)!r}: {error.strerror}") from None
     if stat.S_ISLNK(info.st_mode):
-        raise SubmissionError(
-            f"submission {str(path)!r} is a symbolic link; submit serving.py itself"
-        )
+        raise SubmissionError(f"submission {str(path)!r} is a symbolic link; submit "
+                              "serving.py itself")
     if not stat.S_ISREG(info.st_mode):
         raise SubmissionError(f"submission {str(path)!r} is not a regular file")
     if info.st_size > MAX_SUBMISSION_BYTES:
-        raise SubmissionError(
-            f"submission {str(path)!r} is {info.st_size} bytes; the limit is "
-            f"{MAX_SUBMISSION_BYTES} bytes"
-        )
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
-    with os.fdopen(fd, "rb") as handle:
+        raise SubmissionError(f"submission {str(path)!r} is {info.st_size} bytes; the limit "
+                              f"is {MAX_SUBMISSION_BYTES} bytes")
+    with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as handle:
         data = handle.read(MAX_SUBMISSION_BYTES + 1)
     if len(data) > MAX_SUBMISSION_BYTES:
         raise SubmissionError(f"submission {str(path)!r} grew past the size limit while read")
