@@ -46,9 +46,7 @@ class BoxWatch:
         self._wake = os.pipe()
         self._events = _inotify(box)
         self._look(None)
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name="serving-grader-box-watch")
-        self._thread.start()
+        threading.Thread(target=self._run, daemon=True, name="serving-grader-box-watch").start()
 
     def follow(self, worker: HardenedTransport | None) -> None:
         """Stop ``worker`` once the box is full (None: stop no worker, it is being stopped)."""

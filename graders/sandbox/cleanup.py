@@ -427,18 +427,13 @@ def ipc_objects_of(uid: int, proc: Path = Path("/proc/sysvipc")) -> list[tuple[s
     found: list[tuple[str, int]] = []
     for kind, id_column in IPC_KINDS:
         try:
-            lines = (proc / kind).read_text(encoding="ascii", errors="replace").splitlines()
-        except OSError:
+            header, *lines = (proc / kind).read_text(encoding="ascii", errors="replace")\
+                .splitlines()
+            ident, owner, creator = (header.split().index(name)
+                                     for name in (id_column, "uid", "cuid"))
+        except (OSError, ValueError):  # no such file, an empty one, or another layout
             continue
-        if not lines:
-            continue
-        header = lines[0].split()
-        try:
-            ident, owner, creator = (header.index(id_column), header.index("uid"),
-                                     header.index("cuid"))
-        except ValueError:
-            continue
-        for line in lines[1:]:
+        for line in lines:
             fields = line.split()
             with contextlib.suppress(IndexError, ValueError):
                 if uid in (int(fields[owner]), int(fields[creator])):
@@ -457,13 +452,9 @@ def remove_ipc_of(uid: int) -> list[str]:
         import ctypes.util
 
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        remove: dict[str, Callable[[int], int]] = {
-            "shm": lambda ident: int(libc.shmctl(ident, _IPC_RMID, None)),
-            "msg": lambda ident: int(libc.msgctl(ident, _IPC_RMID, None)),
-            "sem": lambda ident: int(libc.semctl(ident, 0, _IPC_RMID)),
-        }
-        for kind, ident in objects:
-            if remove[kind](ident) != 0:
+        for kind, ident in objects:  # shmctl, msgctl (id, IPC_RMID, NULL); semctl (id, 0, ...)
+            arguments = (ident, 0, _IPC_RMID) if kind == "sem" else (ident, _IPC_RMID, None)
+            if getattr(libc, f"{kind}ctl")(*arguments) != 0:
                 error = ctypes.get_errno()
                 if error not in (errno.EINVAL, errno.EIDRM):  # already gone
                     problems.add(f"SysV {kind} {ident} of uid {uid}: {os.strerror(error)}")
@@ -588,28 +579,20 @@ def cache_folder() -> Path | None:
     if missing. None unless it is this user's alone to write (and, as root, enterable by
     the sandbox user): callers then build private copies."""
     uid = platform_support.effective_uid()
-    if uid == 0:
-        folder = Path("/var/cache/serving-grader")
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                ".cache")
-        if not os.path.isabs(base):
-            return None
-        folder = Path(base) / "serving-grader"
+    folder = Path("/var/cache" if uid == 0 else os.environ.get("XDG_CACHE_HOME")
+                  or os.path.join(os.path.expanduser("~"), ".cache")) / "serving-grader"
+    if not folder.is_absolute():
+        return None
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=0o755)
+        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
         info = folder.lstat()
         if not stat.S_ISDIR(info.st_mode) or not platform_support.owned_by_me(info.st_uid):
             return None
         if uid is not None and stat.S_IMODE(info.st_mode) != 0o755:
             folder.chmod(0o755)
-        if uid == 0 and not traversable_by_others(folder):
-            return None
+        return folder if uid != 0 or traversable_by_others(folder) else None
     except OSError:
         return None
-    return folder
 
 
 def traversable_by_others(path: Path) -> bool:

@@ -39,11 +39,9 @@ class ProcessRow:
 
 def process_table() -> dict[int, ProcessRow] | None:
     """Every process, by pid, from ``ps`` (procps, BSD and macOS); None where it fails."""
-    ps = shutil.which("ps")
-    if ps is None:
-        return None
-    try:
-        listing = subprocess.run([ps, "-A", "-o", "pid=,ppid=,pgid=,rss=,lstart="],
+    try:  # no ps: FileNotFoundError
+        listing = subprocess.run([shutil.which("ps") or "ps", "-A", "-o",
+                                  "pid=,ppid=,pgid=,rss=,lstart="],
                                  capture_output=True, text=True, timeout=PS_TIMEOUT_S,
                                  check=False, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.SubprocessError):
@@ -84,21 +82,16 @@ class TreeWatch:
                  table: Callable[[], dict[int, ProcessRow] | None] = process_table,
                  interval_s: float = WATCH_INTERVAL_S,
                  unreaped: Callable[[], bool] | None = None) -> None:
-        self.pid = pid
+        self.pid, self.memory_bytes, self._table, self._interval_s = \
+            pid, memory_bytes, table, interval_s
         #: Whether ``pid`` is the grader's child and not reaped yet (so still its own).
         self._unreaped = unreaped
-        self.memory_bytes = memory_bytes
         #: Why it stopped the worker, once it has ("" until then).
         self.reason = ""
-        self._table = table
-        self._seen: dict[int, str] = {}
-        self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._interval_s = interval_s
+        self._seen: dict[int, str] = {}  # pid: its start time, for every process seen
+        self._lock, self._stopped = threading.Lock(), threading.Event()
         self._resident = 0  # the tree's memory at the last look
-        self._thread = threading.Thread(target=self._watch, daemon=True,
-                                        name="serving-grader-watch")
-        self._thread.start()
+        threading.Thread(target=self._watch, daemon=True, name="serving-grader-watch").start()
 
     def _watch(self) -> None:
         while not self._stopped.wait(self.next_interval_s()):
