@@ -21,12 +21,7 @@ from graders.sandbox import bubblewrap, landlock, modes, syscall_filter
 from graders.sandbox import platforms as platform_support
 from graders.sandbox.box_mount import BOX_BYTES, BOX_INODES
 from graders.sandbox.cleanup import remove_tree, report_problems
-from graders.sandbox.privileges import (
-    SandboxUser,
-    WorkerPython,
-    shared_library,
-    worker_python,
-)
+from graders.sandbox.privileges import SandboxUser, WorkerPython, shared_library, worker_python
 from graders.sandbox.submission import SUBMISSION_NAME
 
 #: The size of bubblewrap's own tmpfs (box, /tmp and /var/tmp), where no box is mounted.

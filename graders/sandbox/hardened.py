@@ -13,7 +13,7 @@ from graders.sandbox.cleanup import kill_session
 from graders.sandbox.limits import Limits
 from graders.sandbox.output import OutputSink
 from graders.sandbox.privileges import sweep
-from graders.sandbox.transport import OUTPUT_CHUNK_BYTES, REPLY_CHUNK_BYTES, WorkerCommand
+from graders.sandbox.worker_command import OUTPUT_CHUNK_BYTES, REPLY_CHUNK_BYTES, WorkerCommand
 
 #: The most output one drain between calls reads: a worker cannot hold the grader there.
 IDLE_DRAIN_BYTES = 4 * OUTPUT_CHUNK_BYTES

@@ -43,9 +43,8 @@ from graders.sandbox.privileges import (
 )
 from graders.sandbox.runtime import cached_runtime, grader_definitions, worker_definitions
 from graders.sandbox.submission import SUBMISSION_NAME, import_error_message
-from graders.sandbox.transport import Transport, WorkerCommand
 from graders.sandbox.wire import bounded, has_quantity
-from graders.sandbox.worker_command import WorkerSetup
+from graders.sandbox.worker_command import Transport, WorkerCommand, WorkerSetup
 
 #: Request bytes :meth:`StudentRunner.call_many` leaves unanswered: under a pipe's 64 KiB.
 PIPELINE_BYTES = 32 * 1024

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from helpers import REPO, blocked_environment
 
-from graders.sandbox import containment
-from graders.sandbox.containment import (
+from graders.sandbox import portable as containment
+from graders.sandbox.portable import (
     JOB_OBJECT_LIMIT_ACTIVE_PROCESS,
     JOB_OBJECT_LIMIT_JOB_MEMORY,
     JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,

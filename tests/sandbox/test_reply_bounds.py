@@ -14,7 +14,7 @@ import pytest
 
 from graders.sandbox import worker_main
 from graders.sandbox.runner import CallOutcome, Limits, StudentRunner
-from graders.sandbox.transport import REPLY_CHUNK_BYTES
+from graders.sandbox.worker_command import REPLY_CHUNK_BYTES
 
 MAX_TEXT = worker_main.MAX_TEXT
 
