@@ -36,6 +36,7 @@ from graders.grading.unseen import (
     unseen_refusal,
 )
 from graders.plugin.settings import Settings
+from graders.plugin.submission import locate_submission
 from graders.results.classroom import classroom_results
 from graders.results.essentials import essentials_html
 from graders.results.files import Reservation
@@ -59,7 +60,7 @@ from graders.sandbox.privileges import (
     protected_folders,
 )
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
-from graders.sandbox.submission import locate_submission, read_submission
+from graders.sandbox.submission import read_submission
 from graders.units import registry
 from graders.versions import grading_versions
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import yaml
 
 from graders.errors import SubmissionError
-from graders.sandbox.submission import SKIPPED_FOLDERS, locate_submission
+from graders.plugin.submission import SKIPPED_FOLDERS, locate_submission
 
 METADATA_NAME = "submission_metadata.yml"
 
@@ -159,7 +159,7 @@ def duplicate_sid_warnings(submissions: Iterable[_Submitted]) -> list[str]:
 
 def submission_file(submission: ClassSubmission) -> Path:
     """The ``serving.py`` of a submission (see
-    :func:`graders.sandbox.submission.locate_submission`)."""
+    :func:`graders.plugin.submission.locate_submission`)."""
     return locate_submission(submission.path)
 
 

@@ -59,8 +59,7 @@ def bwrap_executable(*, for_others: bool = True) -> Path | None:
 @functools.cache
 def library_folders(executable: str, library_path: str) -> tuple[str, ...]:
     """The folders of the shared libraries ``executable`` loads, and its loader, as ``ldd``
-    names them (but those of an interpreter copy, under ``library_path``, bound whole).
-    Extension modules' libraries live beside libc on every usual system."""
+    names them (but an interpreter copy's, under ``library_path``, bound whole)."""
     environment = {"PATH": SYSTEM_PATH, **({"LD_LIBRARY_PATH": library_path}
                                            if library_path else {})}
     try:

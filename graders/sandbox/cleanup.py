@@ -93,10 +93,9 @@ def _why(error: BaseException) -> str:
 
 
 def remove_tree(path: PathLike) -> list[str]:
-    """Remove ``path`` (a file, a link or a folder tree); return what could not be
-    removed, one line each. Never raises, follows no link, stays on ``path``'s file system;
-    folders are walked through descriptors (any depth), opened up first when this user
-    owns them but may not enter them."""
+    """Remove ``path`` (a file, a link or a folder tree, walked through descriptors at any
+    depth, opened up where this user owns it); return what could not be removed, one line
+    each. Never raises, follows no link, stays on ``path``'s file system."""
     problems = Problems()
     try:
         raw = os.fsencode(path)
@@ -574,10 +573,9 @@ def sweep_user(uid: int) -> list[str]:
 
 
 def cache_folder() -> Path | None:
-    """The folder of what the grader reuses between gradings, whatever TMPDIR is:
-    ``/var/cache/serving-grader`` as root, else ``$XDG_CACHE_HOME/serving-grader``; made
-    if missing. None unless it is this user's alone to write (and, as root, enterable by
-    the sandbox user): callers then build private copies."""
+    """What the grader reuses between gradings, whatever TMPDIR is: ``/var/cache`` as root,
+    else ``$XDG_CACHE_HOME``'s ``serving-grader`` folder, made if missing; None (then build
+    private copies) unless this user's alone to write and, as root, enterable by others."""
     uid = platform_support.effective_uid()
     folder = Path("/var/cache" if uid == 0 else os.environ.get("XDG_CACHE_HOME")
                   or os.path.join(os.path.expanduser("~"), ".cache")) / "serving-grader"

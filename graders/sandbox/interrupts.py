@@ -176,8 +176,7 @@ def interruptible() -> Iterator[Interruption]:
 @contextlib.contextmanager
 def deferred_signals() -> Iterator[None]:
     """Within :func:`interruptible`, hold an interrupt back through a clean-up that must not
-    stop half way: it is raised when the (outermost) block ends, unless the block raises
-    first. Elsewhere (no such handler, another thread), nothing."""
+    stop half way, to the (outermost) block's end; elsewhere, nothing."""
     handler = signal.getsignal(INTERRUPTING[0]) if INTERRUPTING else None
     if not isinstance(handler, _Interrupt) or not main_thread():
         yield

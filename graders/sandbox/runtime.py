@@ -142,9 +142,8 @@ def grader_definitions(private_parent: Path) -> Path:
 
 def cached_folder(kind: str, key: str, build: Callable[[Path], object],
                   private_parent: Path) -> Path:
-    """A folder ``build`` fills, kept in the cache folder under ``kind`` and ``key``:
-    built aside and renamed into place, reused while it matches its manifest; where the
-    shared one is not trusted, a private one in ``private_parent``, for this run."""
+    """A folder ``build`` fills, built aside and renamed into the cache folder under ``kind``
+    and ``key``, reused while trusted; else a private one in ``private_parent``, for this run."""
     shared = cache_folder() or private_parent  # one place whatever TMPDIR is (cleanup.py)
     folder = _cached_path(shared, kind, key)
     if _is_trusted(folder):

@@ -1,4 +1,5 @@
-"""Locating and copying a submission: only ``serving.py`` is ever taken, as a regular file."""
+"""Reading a submission: only ``serving.py`` is ever taken, as a regular file (which file
+of a student's folder it is: :mod:`graders.plugin.submission`); why it cannot be imported."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from graders.errors import SubmissionError
@@ -16,10 +16,6 @@ from graders.errors import SubmissionError
 SUBMISSION_NAME = "serving.py"
 #: The largest ``serving.py`` accepted, in bytes.
 MAX_SUBMISSION_BYTES = 1_000_000
-#: Folders never searched for a nested ``serving.py`` (besides hidden ones).
-SKIPPED_FOLDERS = ("__MACOSX",)
-#: How deep below a submission folder a nested ``serving.py`` is looked for.
-SEARCH_DEPTH = 3
 
 
 #: What a student is told when serving.py imports a module that is neither its own nor
@@ -40,85 +36,6 @@ def import_error_message(error: str) -> str:
         if importlib.util.find_spec(missing.group(1)) is not None:
             return error
     return f"{error}; {ONLY_SERVING_PY}"
-
-
-def locate_submission(path: str | os.PathLike[str]) -> Path:
-    """The ``serving.py`` named by ``path``: the file itself, the one at the top of a
-    folder, or the only one in its subfolders (students often zip a folder); failing
-    those, the folder's only ``.py`` file whose name starts with ``serving``, such as a
-    browser's ``serving (1).py``."""
-    candidate = Path(path)
-    if not os.path.lexists(candidate):
-        raise SubmissionError(f"submission {str(path)!r} not found: give a serving.py or a "
-                              "folder holding one")
-    if candidate.is_symlink():
-        return candidate  # refused when read
-    if not candidate.is_dir():
-        if candidate.suffix != ".py" and candidate.is_file():
-            raise SubmissionError(f"submission {str(path)!r} is not a Python file; "
-                                  f"{not_python(candidate.name)}; {SUBMIT_ONE}")
-        return candidate
-    if os.path.lexists(candidate / SUBMISSION_NAME):
-        return candidate / SUBMISSION_NAME
-    return _nested(candidate)
-
-
-#: How a submission that holds no usable ``serving.py`` is told what to submit.
-SUBMIT_ONE = (f"submit one file named {SUBMISSION_NAME}, or one .py file whose name starts "
-              "with 'serving'")
-#: Files students submit instead of ``serving.py``, by suffix: what each is, and its fix.
-OTHER_FORMATS = {
-    ".ipynb": "a Jupyter notebook, not Python source (download it as a .py file: File > "
-              "Download as > Python, and submit that)",
-    **dict.fromkeys((".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar"),
-                    "an archive, not Python source (unpack it and submit the folder or "
-                    "its serving.py)"),
-}
-
-
-def not_python(name: str) -> str:
-    """Why the file ``name`` is not a submission, and what to do instead."""
-    what = OTHER_FORMATS.get(Path(name).suffix.lower(),
-                             "not a .py file (if it holds your code, rename it serving.py)")
-    return f"{name!r} is {what}"
-
-
-def _files(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
-    """The files of ``folder`` and its subfolders (down to :data:`SEARCH_DEPTH`) whose
-    name is ``wanted``, hidden and skipped ones left out; links are listed, never followed."""
-    found = []
-    for parent, subfolders, files in os.walk(folder):  # never follows links
-        depth = len(Path(parent).relative_to(folder).parts)
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith(".")
-                               and name not in SKIPPED_FOLDERS and depth < SEARCH_DEPTH)
-        found += [Path(parent) / name for name in sorted(files)
-                  if not name.startswith(".") and wanted(name)]
-    return found
-
-
-def _nested(folder: Path) -> Path:
-    files = _files(folder, lambda name: name.endswith(".py"))
-    exact = [path for path in files if path.name == SUBMISSION_NAME]
-    near = [path for path in files if path.name.startswith("serving")]
-    if len(exact) == 1:
-        return exact[0]
-    if exact:
-        listed = ", ".join(str(path.relative_to(folder)) for path in exact[:3])
-        raise SubmissionError(f"{len(exact)} {SUBMISSION_NAME} files in submission folder "
-                              f"{str(folder)!r} ({listed}); keep one")
-    if len(near) == 1:  # a renamed download: "serving (1).py", "serving_final.py"
-        return near[0]
-    shown = near or files
-    listed = ", ".join(repr(str(path.relative_to(folder))) for path in shown[:5])
-    more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
-    what = (f"found {len(near)} .py files named serving...: {listed}{more}; keep one"
-            if near else f"found {listed}{more}" if files else "found no .py file")
-    # a notebook, an archive or a file named serving... the student may have meant
-    others = [] if files else _files(folder, lambda name: name.startswith("serving")
-                                     or Path(name).suffix.lower() in OTHER_FORMATS)
-    meant = f"{not_python(str(others[0].relative_to(folder)))}; " if others else ""
-    raise SubmissionError(f"{SUBMISSION_NAME} not found in submission folder {str(folder)!r} "
-                          f"or its subfolders ({what}); {meant}{SUBMIT_ONE}")
 
 
 def read_submission(path: Path) -> bytes:

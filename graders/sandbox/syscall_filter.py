@@ -247,9 +247,9 @@ def process_program(architecture: Architecture) -> bytes:
 
 def install(rules: tuple[Rule, ...] = RULES, *, no_new_privs: bool = True,
             no_processes: bool = False) -> None:
-    """Set no_new_privs (unless not ``no_new_privs``: CAP_SYS_ADMIN is then needed) and
-    install the filter of ``rules``, then with ``no_processes`` :func:`process_program`,
-    while the process has one thread. Raises OSError, saying which step failed."""
+    """Set no_new_privs (unless not ``no_new_privs``: CAP_SYS_ADMIN is then needed), install
+    the filter of ``rules`` (and :func:`process_program` with ``no_processes``) while the
+    process has one thread; OSError says which step failed."""
     reason = unavailable()
     architecture = current_architecture()
     if reason is not None or architecture is None:

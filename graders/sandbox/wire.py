@@ -89,8 +89,7 @@ def encode_argument(value: Any) -> Any:
 
 def bounded(value: Any) -> Any:
     """A reply's value as the grader keeps it: texts cut to :data:`MAX_TEXT` characters,
-    lists and objects to :data:`MAX_ITEMS` items, and an int too large for a float made a
-    short text ("a 4,299-digit integer"); replies nest at most ``MAX_REPLY_DEPTH`` deep."""
+    lists and objects to :data:`MAX_ITEMS` items, an int too large for a float a short text."""
     if value is None or isinstance(value, bool | float):
         return value
     if isinstance(value, int):
