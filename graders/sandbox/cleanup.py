@@ -202,8 +202,7 @@ def _open_up(fd: int) -> bool:
 
 
 def _open_folder(parent_fd: int, name: bytes) -> int:
-    """Open the folder ``name`` of ``parent_fd`` without following a link, opening it up
-    first where this user owns it but may not read it. Raises OSError."""
+    """Open the folder ``name`` of ``parent_fd``, following no link, opened up if need be."""
     try:
         return os.open(name, _DIRECTORY, dir_fd=parent_fd)
     except PermissionError:
@@ -336,8 +335,8 @@ def _unlink_or_queue(fd: int, name: bytes, shown: Shown, level: _Level,
 
 def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
            ) -> tuple[int, os.stat_result] | bool:
-    """Open the subfolder ``name``: its descriptor and identity, True when there is
-    nothing to empty (gone, or a file now: unlinked), False when it is stuck."""
+    """Open the subfolder ``name``: its descriptor and identity, True when there is nothing
+    to empty (gone, or a file now: unlinked), False when stuck."""
     try:
         child = _open_folder(fd, name)
     except FileNotFoundError:
@@ -377,8 +376,8 @@ def shared_folders() -> list[Path]:
 
 def remove_files_of(uid: int, folders: Iterable[Path] | None = None) -> list[str]:
     """Remove every entry ``uid`` (held exclusively) owns in ``folders`` (default:
-    :func:`shared_folders`), down to :data:`SHARED_DEPTH` in world-writable folders and
-    this user's grader folders, where a killed grading's box stays. Returns the problems."""
+    :func:`shared_folders`), down to :data:`SHARED_DEPTH` in world-writable folders and in
+    this user's grader folders (a killed grading's box); return the problems."""
     problems = Problems()
     for folder in folders if folders is not None else shared_folders():
         try:
@@ -554,8 +553,7 @@ def kill_marked(marker: str, spare: Collection[int] = ()) -> list[int]:
 
 
 def sweep_user(uid: int) -> list[str]:
-    """Remove everything the sandbox user ``uid`` (held exclusively) left: processes, box
-    mounts, shared-folder entries, SysV IPC objects. Returns the problems."""
+    """Remove all the sandbox user ``uid`` (held exclusively) left; return the problems."""
     if uid == 0:
         return ["refusing to sweep uid 0"]
     problems = Problems()

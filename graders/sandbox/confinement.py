@@ -163,8 +163,7 @@ def confinement_gap(as_root: bool) -> str | None:
 
 @functools.cache
 def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
-    """None when bubblewrap can confine a worker here as ``uid``/``gid`` (dropping to them
-    when ``drop``), else why not; tried once."""
+    """None when bubblewrap can confine a worker here as ``uid``/``gid``, else why not."""
     if not sys.platform.startswith("linux"):
         return "bubblewrap needs Linux"
     bwrap = bubblewrap.bwrap_executable(for_others=drop)
@@ -191,8 +190,7 @@ def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
 
 
 def _probe_key(drop: bool) -> tuple[int, int, bool]:
-    """:func:`bubblewrap_support`'s arguments here: as root a stand-in user (one probe
-    answers for the whole pool), otherwise this user, with no drop."""
+    """:func:`bubblewrap_support`'s arguments: as root any user's, else this user's."""
     if drop:
         return ANY_SANDBOX_ID, ANY_SANDBOX_ID, True
     return os.geteuid(), os.getegid(), False

@@ -105,8 +105,7 @@ class HardenedTransport:
             self._selector.unregister(self._requests)
 
     def _drain_once(self) -> int:
-        """Read one chunk of output into the sink without waiting: the bytes read, 0 if
-        the pipe is empty now, -1 once every writer has closed it."""
+        """Read a chunk of output into the sink now: its size, 0 if none, -1 at the end."""
         if self._output is None:
             return -1
         if self._sink.full and self._discard is not None:

@@ -135,8 +135,7 @@ class _Interrupt:
             self.in_hook = False
 
     def _again(self, number: int) -> None:
-        """Send ``number`` again every millisecond while the interrupt is swallowed and
-        the block runs (checked and sent under the lock the block's end takes)."""
+        """Send ``number`` every millisecond while swallowed and the block runs (locked)."""
         while True:
             time.sleep(0.001)
             with self.lock:

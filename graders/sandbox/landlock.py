@@ -95,8 +95,7 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
 
 
 def _syscall(number: int, *arguments: int | bytes | None, call: str = "syscall") -> int:
-    """``syscall(number, *arguments)`` (or another libc ``call``): bytes are passed by
-    address; raises OSError."""
+    """``syscall(number, *arguments)`` (or libc's ``call``), bytes by address; OSError."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)

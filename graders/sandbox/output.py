@@ -102,8 +102,7 @@ def binary_size(size: int) -> str:
 
 
 def _human(size: int, base: int, units: tuple[str, ...]) -> str:
-    """``size`` bytes in the first of ``units`` (each ``base`` times the one before) that
-    shows it under ``base``, to 3 significant digits (whole ones from 100)."""
+    """``size`` bytes in the first of ``units`` that shows it under ``base``, to 3 digits."""
     if size < base:
         return f"{size} B" if size != 1 else "1 byte"
     value = float(size)

@@ -349,8 +349,7 @@ def _kernel32() -> Any:
 
 def contain(process: subprocess.Popen[bytes], memory_bytes: int
             ) -> JobObject | TreeWatch | None:
-    """A Job Object on Windows, a tree watch where ``ps`` runs, else None (the deadlines and
-    the process-tree kill bound the worker then)."""
+    """A Job Object on Windows, a tree watch where ``ps`` runs, else None."""
     if sys.platform == "win32":
         try:
             return JobObject(process.pid, memory_bytes)

@@ -185,8 +185,8 @@ def trusted_cached_folders(kind: str, key_prefix: str) -> list[Path]:
 
 
 def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool]) -> Path:
-    """Rename a complete ``staging`` folder to ``folder``; the one to use: on a lost race
-    the winner's when ``trusted``, else ``staging``, for this run."""
+    """Rename ``staging`` to ``folder``: the one to use (after a lost race the winner's
+    when ``trusted``, else ``staging``)."""
     try:
         os.rename(staging, folder)
     except OSError:

@@ -105,8 +105,8 @@ def bounded(value: Any) -> Any:
 
 
 def bounded_text(text: str) -> str:
-    """``text``, or its first :data:`MAX_TEXT` characters with the worker's marker when it
-    is longer than that and the marker's room."""
+    """``text``, cut to :data:`MAX_TEXT` characters and the worker's marker when longer than
+    that and :data:`MARKER_ROOM`."""
     if len(text) <= MAX_TEXT + MARKER_ROOM:
         return text
     return f"{text[:MAX_TEXT]}\u2026 [truncated, {len(text)} chars]"

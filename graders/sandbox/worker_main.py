@@ -327,8 +327,7 @@ def serve_forever(module: types.ModuleType, requests: TextIO, replies: TextIO) -
 
 
 def main() -> None:
-    """Move the protocol off fds 0/1 (fd 1 becomes a copy of fd 2, the output pipe), limit
-    resources, confine, import the submission, serve."""
+    """Move the protocol off fds 0/1 (1 becomes 2, the output), limit, confine, import, serve."""
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
     devnull = os.open(os.devnull, os.O_RDONLY)
