@@ -1,8 +1,6 @@
 """Removing what a grading leaves behind, and keeping what gradings reuse in one place.
-
 Every clean-up returns its problems and never raises: the results are written after it
-(docs/security.md, "Nothing is left behind").
-"""
+(docs/security.md, "Nothing is left behind")."""
 
 from __future__ import annotations
 

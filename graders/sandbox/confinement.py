@@ -79,10 +79,8 @@ class Protections:
 def protections_for(sandbox: SandboxUser | None) -> Protections:
     """The protections a worker gets with ``sandbox`` (None: the grader is not root)."""
     found = platform_support.capabilities()
-    if found.hardened:
-        confinement, mode = _confinement(sandbox)
-    else:
-        confinement, mode = portable_protections(found), modes.PORTABLE
+    confinement, mode = _confinement(sandbox) if found.hardened \
+        else (portable_protections(found), modes.PORTABLE)
     uses_landlock = modes.LANDLOCK in mode.layers
     missing = {modes.FILTER: syscall_filter.unavailable(),
                modes.LANDLOCK: landlock.unavailable() if uses_landlock else None,

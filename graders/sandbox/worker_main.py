@@ -330,8 +330,7 @@ def main() -> None:
     """Move the protocol off fds 0/1 (1 becomes 2, the output), limit, confine, import, serve."""
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
     init = json.loads(requests.readline())
     sys.path[:0] = list(init.get("path", []))
