@@ -95,13 +95,10 @@ class _Interrupt:
         self.received = received
         self.deferring = 0
         self.previous_hook = sys.unraisablehook
-        #: Whether its block still runs (a signal sent again after it would kill).
-        self.active = True
-        #: The signal of an interrupt Python could not propagate (0: none), sent again
-        #: every millisecond until it is raised where it propagates.
-        self.swallowed = 0
-        #: Whether :meth:`unraisable` runs (a signal raised in it would be swallowed too).
-        self.in_hook = False
+        #: Whether its block still runs (a signal sent again after it would kill); the signal
+        #: of an interrupt Python could not propagate (0: none), sent again every millisecond
+        #: until raised; whether :meth:`unraisable` runs (a signal raised in it is lost).
+        self.active, self.swallowed, self.in_hook = True, 0, False
         self.lock = threading.Lock()
 
     def __call__(self, number: int, frame: FrameType | None) -> None:

@@ -26,8 +26,7 @@ class Limits:
     #: past it calls are refused. An honest slow submission (0.05 s a call, ~1,650 calls)
     #: needs 83 s; the worst case (:attr:`worst_case_s`) stays far under Gradescope's 10 min.
     total_budget_s: float = 150.0
-    #: Wall time that timed-out calls, and the worker restarts after them, may spend
-    #: together before every call is refused (a part of the total budget).
+    #: Wall time timed-out calls and the restarts after them may spend (a part of the total).
     hang_budget_s: float = 30.0
     #: Timeouts of one function after which it is not called again.
     timeouts_per_function: int = 2
@@ -42,8 +41,7 @@ class Limits:
     open_files: int = 64
     #: Longest reply line the grader reads; a longer one fails its call as garbage.
     max_reply_bytes: int = 64 * 1024
-    #: Bytes of the submission's stdout and stderr kept for feedback; the rest is counted
-    #: and dropped.
+    #: Bytes of the submission's stdout and stderr kept for feedback; the rest is counted.
     output_keep_bytes: int = 64 * 1024
 
     @property
