@@ -68,17 +68,12 @@ def library_folders(executable: str, library_path: str) -> tuple[str, ...]:
     except (OSError, subprocess.SubprocessError):
         return tuple(path for path in ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
                      if os.path.isdir(path))
-    found: list[str] = []
-    for line in listing.splitlines():
-        words = line.split()
-        path = words[2] if len(words) > 2 and words[1] == "=>" else words[0] if words else ""
-        if not path.startswith("/") or (library_path and path.startswith(library_path)):
-            continue
-        # the loader is bound as a file (its folder may be /lib64, holding little else)
-        entry = path if "ld-linux" in os.path.basename(path) else os.path.dirname(path)
-        if entry not in found:
-            found.append(entry)
-    return tuple(found)
+    paths = [words[2] if len(words) > 2 and words[1] == "=>" else words[0]
+             for words in map(str.split, listing.splitlines()) if words]
+    # the loader is bound as a file (its folder may be /lib64, holding little else)
+    return tuple(dict.fromkeys(
+        path if "ld-linux" in os.path.basename(path) else os.path.dirname(path) for path in paths
+        if path.startswith("/") and not (library_path and path.startswith(library_path))))
 
 
 def interpreter_paths(executable: Path, environment: Mapping[str, str],

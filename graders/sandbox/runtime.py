@@ -37,12 +37,10 @@ def _top_level_modules(dist: importlib.metadata.Distribution) -> set[str]:
     names = set((dist.read_text("top_level.txt") or "").split())
     for file in dist.files or ():
         parts = Path(str(file)).parts
-        if not parts or parts[0].endswith((".dist-info", ".egg-info")) or parts[0] == "..":
-            continue
-        if len(parts) == 1 and parts[0].endswith(".py"):
-            names.add(parts[0][:-3])
-        elif len(parts) > 1:
-            names.add(parts[0])
+        # a package's folder, or a module's file (not the metadata's, nor outside)
+        top = parts[0] if len(parts) > 1 else parts[0][:-3] if str(file).endswith(".py") else ""
+        if not top.endswith((".dist-info", ".egg-info")) and top != "..":
+            names.add(top)
     return {name for name in names if name.isidentifier()}
 
 
