@@ -1,11 +1,8 @@
 """SIGTERM and SIGINT during a grading: an interrupt that cleans up, never a half clean-up.
 
-:func:`interruptible` turns the first SIGTERM or SIGINT into :class:`GradingInterrupted` (a
-``KeyboardInterrupt``: pytest ends the run as for Ctrl-C, its hooks still run) and ignores
-later ones until the grading is over; :func:`deferred_signals` holds it back through a
-clean-up that must finish. Both work in the Python handler, which runs in the main thread
-(blocking the signal would not do: the kernel gives it to another thread).
-"""
+:func:`interruptible` turns the first into :class:`GradingInterrupted` (a KeyboardInterrupt:
+pytest ends the run as for Ctrl-C) and ignores later ones; :func:`deferred_signals` holds it
+back through a clean-up that must finish. Both work in the Python handler (main thread)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 namespace, applied by the worker itself before it imports the submission, as the kernel's
 ABI allows: read only the paths given, write only its box (flat, executing nothing); from
 ABI 4 no TCP, from ABI 6 scoped signals and abstract sockets (docs/security.md,
-"Landlock"). Copied into the runtime like the syscall filter: the standard library only.
-"""
+"Landlock"). Copied into the runtime like the syscall filter: the standard library only."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Which layers confine the student's worker in which mode: one table, as data (shown
 in docs/security.md, "Supported systems"). A mode is who runs the grader and what the
-machine allows; the protections report the row in effect, less any layer it lacks.
-"""
+machine allows; the protections report the row in effect, less any layer it lacks."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Privilege separation as root: sandbox users, each held by one grading alone (a
 ``flock``), an interpreter they can run, and the grader's folders closed to them
-(docs/security.md, "Privilege separation").
-"""
+(docs/security.md, "Privilege separation")."""
 
 from __future__ import annotations
 

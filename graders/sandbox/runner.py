@@ -1,7 +1,6 @@
 """Runs student calls in a separate, limited interpreter and returns plain data: one worker
 serves many calls, one JSON line each; a crash, a hang or a garbage reply kills it and a
-fresh one serves the next (the bounds: docs/security.md, "How student code runs").
-"""
+fresh one serves the next (the bounds: docs/security.md, "How student code runs")."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 reason on each row, assembled into a seccomp BPF program for x86_64 and aarch64 that every
 Linux worker installs before it imports the submission; on the portable runner a second
 one refuses new processes. A refused call fails with its errno, a foreign ABI's kills
-(why: docs/security.md, "A syscall filter"). The worker imports a copy: stdlib only.
-"""
+(why: docs/security.md, "A syscall filter"). The worker imports a copy: stdlib only."""
 
 from __future__ import annotations
 

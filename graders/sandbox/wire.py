@@ -10,8 +10,7 @@ an object with one ``$tag`` key:
   field raised (written by the worker, read by comparison and feedback).
 
 The worker spells its tags out (``tests/test_architecture.py`` checks them); a reply's
-value is bounded again where it enters the grader (:func:`bounded`).
-"""
+value is bounded again where it enters the grader (:func:`bounded`)."""
 
 from __future__ import annotations
 

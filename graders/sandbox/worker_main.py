@@ -10,8 +10,7 @@ lazily). Protocol, one JSON object per line:
 - ``{"op": "pint", "id": N}`` imports pint ahead of calls that pass quantities.
 
 Values are reduced to plain data (:mod:`graders.sandbox.wire`'s tags, texts cut to
-MAX_TEXT characters, sequences to MAX_SEQUENCE items); output is flushed before a reply.
-"""
+MAX_TEXT characters, sequences to MAX_SEQUENCE items); output is flushed before a reply."""
 
 import contextlib
 import importlib.util
