@@ -95,11 +95,9 @@ def kill_tree(process: subprocess.Popen[bytes]) -> None:
             subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=TASKKILL_TIMEOUT_S, check=False)
-    else:
-        killpg = getattr(os, "killpg", None)
-        if killpg is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                killpg(process.pid, signal.SIGKILL)
+    elif hasattr(os, "killpg"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         process.kill()
 

@@ -40,6 +40,8 @@ MAX_TEXT = 500
 MARKER_ROOM = 40
 #: Items of one list or object in a reply's value the grader keeps (the worker's too).
 MAX_ITEMS = 1000
+#: The least int ``float()`` overflows on (it rounds up to 2**1024), in absolute value.
+_FLOAT_OVERFLOW = 2**1024 - 2**970
 
 
 #: Encodings of frozen dataclass instances (a track's profile is sent thousands of times
@@ -92,7 +94,7 @@ def bounded(value: Any) -> Any:
     if value is None or isinstance(value, bool | float):
         return value
     if isinstance(value, int):
-        return value if _fits_float(value) else huge_integer_text(value)
+        return value if abs(value) < _FLOAT_OVERFLOW else huge_integer_text(value)
     if isinstance(value, str):
         return bounded_text(value)
     if isinstance(value, list):
@@ -115,11 +117,3 @@ def huge_integer_text(value: int) -> str:
     """An int too large for a float, in a few words: "a 4,299-digit integer"."""
     sign = "negative " if value < 0 else ""
     return f"a {sign}{len(str(abs(value))):,}-digit integer"
-
-
-def _fits_float(value: int) -> bool:
-    try:
-        float(value)
-    except OverflowError:
-        return False
-    return True
