@@ -113,21 +113,13 @@ def worker_definitions(runtime: Path, private_parent: Path) -> Path:
     """pint's parsed definitions for the pint copy in ``runtime`` (pint's cache keeps the
     definition files' paths), written by a Python that imports pint from there."""
     def build(staging: Path) -> None:
-        subprocess.run([sys.executable, "-I", "-S", "-B", "-c", _BUILD_WORKER_DEFINITIONS,
-                        str(runtime), str(staging)],
-                       check=True, capture_output=True, timeout=120)
+        code = ("import sys; sys.path[:0] = [sys.argv[1]]; import pint; "
+                "pint.UnitRegistry(cache_folder=sys.argv[2])")
+        subprocess.run([sys.executable, "-I", "-S", "-B", "-c", code, str(runtime),
+                        str(staging)], check=True, capture_output=True, timeout=120)
 
     key = hashlib.sha256(f"{runtime}:{runtime.stat().st_mtime_ns}".encode()).hexdigest()[:20]
     return cached_folder("units", key, build, private_parent)
-
-
-#: Run by :func:`worker_definitions` as ``python -I -S -B -c CODE RUNTIME FOLDER``.
-_BUILD_WORKER_DEFINITIONS = """
-import sys
-sys.path[:0] = [sys.argv[1]]
-import pint
-pint.UnitRegistry(cache_folder=sys.argv[2])
-"""
 
 
 def grader_definitions(private_parent: Path) -> Path:
