@@ -105,13 +105,10 @@ def _landlock_clause(abi: int, missing: str | None) -> str:
     """What Landlock at ``abi`` keeps from the worker (or why there is none)."""
     if missing is not None:
         return f"no Landlock ({missing}): it can read world-readable files"
-    kept = [f"Landlock (ABI {abi}) lets it read only its runtime and interpreter and write "
-            "only its box (no other file, no /proc)"]
-    if abi >= 4:
-        kept.append("no TCP bind or connect")
-    if abi >= 6:
-        kept.append("no signal or abstract socket outside it")
-    return ", ".join(kept)
+    return ", ".join([f"Landlock (ABI {abi}) lets it read only its runtime and interpreter and "
+                      "write only its box (no other file, no /proc)",
+                      *(["no TCP bind or connect"] if abi >= 4 else []),
+                      *(["no signal or abstract socket outside it"] if abi >= 6 else [])])
 
 
 def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
