@@ -83,11 +83,8 @@ def interpreter_paths(executable: Path, environment: Mapping[str, str],
     loaded = [Path(path) for path in library_folders(str(executable), library_path)]
     if library_path:
         return [executable.parent.parent, *loaded], []
-    paths = [executable, stdlib, *loaded]
-    if shared_library is not None:
-        paths.append(shared_library)
     covered = [stdlib / name for name in PACKAGE_FOLDERS if (stdlib / name).is_dir()]
-    return paths, covered
+    return [executable, stdlib, *loaded, *([shared_library] if shared_library else [])], covered
 
 
 def _setuid(bwrap: Path) -> bool:

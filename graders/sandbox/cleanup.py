@@ -78,8 +78,7 @@ def _display(path: bytes) -> str:
     text = repr(os.fsdecode(path))[1:-1]
     if len(text) > _DISPLAY_CHARS:
         half = _DISPLAY_CHARS // 2
-        depth = path.count(b"/")
-        text = f"{text[:half]}...({depth} levels)...{text[-half:]}"
+        text = f"{text[:half]}...({path.count(b'/')} levels)...{text[-half:]}"
     return text
 
 
@@ -298,8 +297,7 @@ def _list_folder(fd: int, shown: Shown, level: _Level, problems: Problems) -> No
     """Remove every entry of the folder ``fd`` that is not a folder; queue its folders."""
     level.passes += 1
     level.dirty = False
-    if stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
-        _open_up(fd)
+    _open_up(fd)
     try:
         os.lseek(fd, 0, os.SEEK_SET)  # list from the start, also on a second pass
         with os.scandir(fd) as entries:

@@ -156,9 +156,7 @@ def tree(root: int, table: dict[int, ProcessRow]) -> set[int]:
     children: dict[int, list[int]] = {}
     for row in table.values():
         children.setdefault(row.ppid, []).append(row.pid)
-    found = {pid for pid, row in table.items() if row.pgid == root}
-    if root in table:
-        found.add(root)
+    found = {pid for pid, row in table.items() if row.pgid == root or pid == root}
     stack = list(found)
     while stack:
         for child in children.get(stack.pop(), ()):

@@ -381,10 +381,8 @@ def _complete_copy(folder: Path) -> bool:
 def _open_to_others(root: Path) -> None:
     """Make a folder tree readable (and its folders and programs runnable) by everyone."""
     for path in [root, *root.rglob("*")]:
-        if path.is_symlink():
-            continue
-        executable = path.is_dir() or path.stat().st_mode & stat.S_IXUSR
-        path.chmod(0o755 if executable else 0o644)
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() or path.stat().st_mode & stat.S_IXUSR else 0o644)
 
 
 def close_to_others(paths: Iterable[Path], *, sandbox_gid: int | None = None

@@ -217,8 +217,7 @@ def describe(error: BaseException) -> str:
     except BaseException:
         message = "<message could not be read>"
     name = getattr(type(error), "__name__", "Exception")
-    text = f"{name}: {message}" if message else str(name)
-    return bounded_text(text)
+    return bounded_text(f"{name}: {message}" if message else str(name))
 
 
 def encode(reply: dict[str, Any]) -> str:
@@ -290,9 +289,7 @@ def answer(module: types.ModuleType, request: dict[str, Any]) -> dict[str, Any]:
     if not callable(function):
         return {"id": ident, "ok": False,
                 "error": f"serving.py does not define a function {request['fn']}()"}
-    args = decode(request.get("args", []))
-    kwargs = decode(request.get("kwargs", {}))
-    result = function(*args, **kwargs)
+    result = function(*decode(request.get("args", [])), **decode(request.get("kwargs", {})))
     budget = Budget(REPLY_LIMIT[0] if REPLY_LIMIT else float("inf"))
     try:
         value = read_fields(result, request.get("fields"), budget)
