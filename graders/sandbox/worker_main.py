@@ -170,11 +170,8 @@ def plain(value: Any, depth: int, budget: Budget) -> Any:
 
 def _exact_number(kind: type) -> bool:
     """Whether ``kind`` is an imported decimal.Decimal or fractions.Fraction."""
-    for module, name in (("decimal", "Decimal"), ("fractions", "Fraction")):
-        loaded = sys.modules.get(module)
-        if loaded is not None and kind is getattr(loaded, name, None):
-            return True
-    return False
+    return any(kind is getattr(sys.modules.get(module), name, None)
+               for module, name in (("decimal", "Decimal"), ("fractions", "Fraction")))
 
 
 def bounded_text(text: str) -> str:
