@@ -167,6 +167,14 @@ def unconfined_warning(protections: Protections) -> str:
             f"and write this user's files{reach}; see extra_data.protections in the results")
 
 
+def without_namespaces(as_root: bool) -> bool:
+    """Whether workers started here run without namespaces (a Landlock row): then each
+    grading takes a seat (graders.sandbox.seats)."""
+    sandbox = SandboxUser("any", ANY_SANDBOX_ID, ANY_SANDBOX_ID) if as_root else None
+    return protections_for(sandbox).mode in (modes.ROOT_NO_BUBBLEWRAP.name,
+                                             modes.USER_REFUSED.name)
+
+
 def confinement_gap(as_root: bool) -> str | None:
     """None when workers started here are confined, else why not (before a class is
     graded, with a stand-in sandbox user as root)."""
