@@ -105,7 +105,9 @@ class StudentRunner:
             PortableTransport if self.portable else HardenedTransport
         #: The worker's box: in the root, or a seat's (see graders.sandbox.seats).
         self._box = box or self.root / "box"
-        self._box.mkdir(mode=0o700, exist_ok=True)
+        if box is not None:  # a new folder, never an earlier worker's: Landlock's rule for
+            report_problems(remove_tree(box))  # that one held its inode, not its path
+        self._box.mkdir(mode=0o700, exist_ok=box is None)
         # on the grading's disk first: a full one is said here (the mount then covers it)
         (self._box / SUBMISSION_NAME).write_bytes(submission)
         #: Whether the box is a tmpfs this runner mounted (detached on closing).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graders.sandbox.seats as seats
+from graders.sandbox import landlock
 from graders.sandbox.cleanup import process_alive
+from graders.sandbox.runner import StudentRunner
 from graders.sandbox.seats import SEATS, Seat, claim_seat, clear_seat, seat_of
 
 
@@ -146,3 +149,55 @@ def test_where_workers_have_namespaces_clearing_takes_no_seat(
     monkeypatch.setattr(seats, "seated", lambda: False)
     clear_seat(b"w = 4\n")
     assert not (seat_cache / "seats").exists()
+
+
+#: A process Landlock lets write only the box (argv[1]); once told to (a line on stdin),
+#: it tries to write a file there and prints what happened.
+EARLIER_WORKER = """
+import sys
+from graders.sandbox import landlock
+landlock.restrict(read=[sys.prefix, sys.base_prefix, "/usr", "/lib", "/etc"], write=[sys.argv[1]])
+print("restricted", flush=True)
+sys.stdin.readline()
+try:
+    with open(sys.argv[1] + "/planted.py", "w") as planted:
+        planted.write("print('planted')")
+    print("wrote", flush=True)
+except OSError as error:
+    print("refused", error.errno, flush=True)
+"""
+
+
+def test_a_runner_in_a_seat_gets_a_box_an_earlier_workers_leftover_cannot_write(
+        tmp_path: Path) -> None:
+    # Landlock's rule holds the box's inode, not its path: the box is made anew, so a
+    # leftover of an earlier worker (one the sweep could not find) cannot write the next
+    if landlock.unavailable() is not None:
+        pytest.skip(str(landlock.unavailable()))
+    box = tmp_path / "seat-1" / "box"
+    box.mkdir(parents=True)
+    (box / "left.txt").write_text("left by an earlier worker")
+    with subprocess.Popen([sys.executable, "-c", EARLIER_WORKER, str(box)], text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE) as earlier:
+        assert earlier.stdout is not None
+        assert earlier.stdin is not None
+        assert earlier.stdout.readline().strip() == "restricted"
+        with StudentRunner(b"x = 1\n", box=box):
+            assert box.is_dir()
+            assert not (box / "left.txt").exists()
+            earlier.stdin.write("go\n")
+            earlier.stdin.flush()
+            assert earlier.stdout.readline().split()[0] == "refused"
+            assert not (box / "planted.py").exists()
+    assert not box.exists()  # removed with the runner
+
+
+def test_the_same_leftover_could_write_a_box_kept_as_it_was(tmp_path: Path) -> None:
+    # the check above has teeth: the same process writes into the box it was given
+    if landlock.unavailable() is not None:
+        pytest.skip(str(landlock.unavailable()))
+    box = tmp_path / "box"
+    box.mkdir()
+    completed = subprocess.run([sys.executable, "-c", EARLIER_WORKER, str(box)], input="go\n",
+                               text=True, capture_output=True, check=True)
+    assert completed.stdout.split() == ["restricted", "wrote"]
