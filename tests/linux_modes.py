@@ -219,7 +219,8 @@ def run_in_mode(base: Path, home: Path, arguments: Sequence[str], name: str, *,
     :func:`plant_switches` put the switches), through ``inner`` (a command that runs its
     last arguments, run as the grading's user), as ``user`` when given (which the mode
     must name ordinary), sampling the host's Shmem meanwhile. ``home``, the run's folder,
-    gets a private TMPDIR, and is given to ``user`` (its HOME)."""
+    gets a private TMPDIR, and is given to ``user``, whose HOME is the mode's own (one
+    for all its runs, as an account has one)."""
     mode = MODES[name]
     assert mode.ordinary is (user is not None), name
     temp = home / "tmp"
@@ -233,7 +234,10 @@ def run_in_mode(base: Path, home: Path, arguments: Sequence[str], name: str, *,
     env["FILTER_FOLDER"] = str(filter_folder(user))
     wrapper = list(mode.wrapper)
     if user is not None:  # the system's Python, on a copy of the grader it can read
-        env["PYTHONPATH"], env["HOME"] = user.pythonpath, str(home)
+        account_home = base / f"home-{label(name)}"  # one, as an account has (its cache)
+        account_home.mkdir(mode=0o700, exist_ok=True)
+        os.chown(account_home, user.entry.pw_uid, user.entry.pw_gid)
+        env["PYTHONPATH"], env["HOME"] = user.pythonpath, str(account_home)
         wrapper += ["setpriv", f"--reuid={user.entry.pw_uid}", f"--regid={user.entry.pw_gid}",
                     "--clear-groups", "--"]
         user.own(home)

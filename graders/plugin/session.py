@@ -60,6 +60,7 @@ from graders.sandbox.privileges import (
     protected_folders,
 )
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
+from graders.sandbox.seats import Seat, claim_seat, seated
 from graders.sandbox.submission import read_submission
 from graders.units import registry
 from graders.versions import grading_versions
@@ -117,6 +118,8 @@ class GradingSession:
     hidden_selected: bool = False
     #: Disk space held for results.json since before the worker started.
     reservation: Reservation | None = None
+    #: The seat both workers take in turn, where they run without namespaces.
+    seat: Seat | None = None
     #: SHA-256 of every input the invariant tests asked, in order: equal digests mean
     #: the same examples (reported in the results' extra_data).
     invariant_inputs: Any = field(default_factory=hashlib.sha256)
@@ -183,18 +186,23 @@ class GradingSession:
         # that fills the disk cannot keep them from being written
         reservation = None
         sandbox = None
+        seat = None
         runner = None
         try:
             with deferred_signals():  # made and held here, or not made
                 reservation = Reservation(settings.results, RESULTS_RESERVATION_BYTES) \
                     if settings.results is not None else None
-            if running_as_root():
-                sandbox = claim_sandbox_user(settings.sandbox_user)  # this grading's alone
+            # without namespaces, a seat gives the worker the same box and user everywhere
+            seat = claim_seat(submission, settings.sandbox_user) if seated() else None
+            if running_as_root():  # this grading's alone
+                sandbox = seat.user if seat is not None and seat.user is not None \
+                    else claim_sandbox_user(settings.sandbox_user)
                 note = closed_note(close_to_others(protected_folders(),
                                                    sandbox_gid=sandbox.gid))
                 if note is not None:  # one line, whatever the verbosity
                     sys.stderr.write(f"graders: note: {note}\n")
-            runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox)
+            runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox,
+                                   box=seat.box if seat is not None else None)
             runner.start()
             if not runner.protections.confined:  # one line, whatever the verbosity
                 reach = "" if runner.protections.network_isolation else " and reach the network"
@@ -209,11 +217,14 @@ class GradingSession:
                 runner.close()
             if sandbox is not None:
                 sandbox.release()
+            if seat is not None:
+                seat.release()
             if reservation is not None:
                 reservation.release()
             raise
         return cls(settings=settings, tracks=tracks, runner=runner, oracle=oracle,
-                   submission=submission, reservation=reservation, unseen_seed=unseen_seed)
+                   submission=submission, reservation=reservation, unseen_seed=unseen_seed,
+                   seat=seat)
 
     def isolation(self) -> str:
         """How the student's code is isolated, in one line for people and reports."""
@@ -236,6 +247,8 @@ class GradingSession:
             self.runner.close()
             if self.runner.sandbox is not None:
                 self.runner.sandbox.release()
+            if self.seat is not None:
+                self.seat.release()
 
     def end(self) -> None:
         """:meth:`close`, and give back the results' reserved space if no results were
@@ -454,7 +467,8 @@ class GradingSession:
     def _new_hidden_runner(self, sandbox: SandboxUser | None) -> StudentRunner:
         """A runner for the hidden tests, sharing the grading's time budget."""
         return StudentRunner(self.submission, limits=self.settings.limits, sandbox=sandbox,
-                             budget=self.runner.budget)
+                             budget=self.runner.budget,
+                             box=self.seat.box if self.seat is not None else None)
 
     def prestart_hidden(self) -> None:
         """Start the hidden tests' worker now, while visible tests still run, so that it
@@ -464,7 +478,8 @@ class GradingSession:
         worker's user is swept when it stops); with a named sandbox user, or none free,
         the hidden worker starts when the hidden tests do, as it always may."""
         if not self.hidden_selected or self.hidden_runner is not None \
-                or self.visible_finished or not self.runner.imported:
+                or self.visible_finished or not self.runner.imported \
+                or self.seat is not None:  # one seat: the same box and user, in turn
             return
         if self.runner.sandbox is not None and self.settings.sandbox_user != DEFAULT_SANDBOX_USER:
             return

@@ -37,6 +37,7 @@ from graders.results.reports import (
     write_results,
 )
 from graders.sandbox.privileges import LOCK_VARIABLE
+from graders.sandbox.seats import clear_seat
 from graders.sandbox.submission import SUBMISSION_NAME, read_submission
 
 LOG_NAME = "grade.log"
@@ -161,6 +162,7 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     if context.stop.is_set():
         grading.stop()
         slot.clean()
+        clear_seat(data)
         return None
     document = read_valid_results(results)
     status, reason = _outcome(code, timed_out, document, read_grader_failure(results), log,
@@ -170,6 +172,8 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     _keep_log_tail(log, folder / LOG_NAME)
     _keep_page(page if context.pages and not timed_out else None, folder / PAGE_NAME)
     slot.clean(spare=_pids(grading))
+    if timed_out:  # its worker may run on in its seat (where it has one)
+        clear_seat(data)
     return _store(context, submission, folder, status, reason, sha256(data), started, code,
                   document, source=source)
 

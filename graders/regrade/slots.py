@@ -26,6 +26,7 @@ from graders.sandbox.cleanup import kill_marked, remove_tree, report_problems, s
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
 from graders.sandbox.platforms import running_as_root
 from graders.sandbox.privileges import SandboxUser, claim_sandbox_user
+from graders.sandbox.seats import seated
 
 __all__ = ["Slot", "claim_slots", "kill_marked", "release_slots"]
 
@@ -79,11 +80,15 @@ class Slot:
 def claim_slots(count: int, root: Path, private_root: Path) -> list[Slot]:
     """``count`` slots with folders below ``root`` (reachable by sandbox users) and
     ``private_root`` (root's alone); as root each gets a sandbox user of its own, held
-    for this process until :func:`release_slots` (or its exit)."""
+    for this process until :func:`release_slots` (or its exit), but where workers run
+    without namespaces: there each grading takes its submission's seat
+    (:mod:`graders.sandbox.seats`)."""
     slots: list[Slot] = []
+    # without namespaces each grading takes its submission's seat and user itself
+    own_users = running_as_root() and not seated()
     try:
         for number in range(1, count + 1):
-            user = claim_sandbox_user(DEFAULT_SANDBOX_USER) if running_as_root() else None
+            user = claim_sandbox_user(DEFAULT_SANDBOX_USER) if own_users else None
             folder = root / f"slot-{number}"
             private = private_root / f"slot-{number}"
             slot = Slot(number, folder, private, user)

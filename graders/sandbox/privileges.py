@@ -127,10 +127,12 @@ def protected_folders() -> list[Path]:
     return folders
 
 
-def claim_sandbox_user(name: str = DEFAULT_SANDBOX_USER) -> SandboxUser:
+def claim_sandbox_user(name: str = DEFAULT_SANDBOX_USER, *,
+                       waiting: str | None = None) -> SandboxUser:
     """A sandbox user held by this grading alone, created if missing and swept: the first
-    free one of the pool for the default name, else that user exactly (refused when
-    another grading holds it, taken over when a parent passed its lock down)."""
+    free one of the pool for the default name, else that user exactly (taken over when a
+    parent passed its lock down; when another grading holds it, refused, or waited for
+    after writing ``waiting`` to stderr)."""
     _check_name(name)
     if name == DEFAULT_SANDBOX_USER:
         for attempt in range(2):
@@ -144,6 +146,8 @@ def claim_sandbox_user(name: str = DEFAULT_SANDBOX_USER) -> SandboxUser:
                            f"other gradings hold them all (locks in {_lock_folder()}); "
                            "wait for some to finish")
     claim = _inherited_claim(name) or _try_claim(name)
+    if claim is None and waiting is not None:
+        claim = lock_file(_lock_folder() / f"{name}.lock", waiting=waiting)
     if claim is None:
         raise SandboxError(f"sandbox user {name!r} is in use by another grading (it holds "
                            f"{_lock_folder() / (name + '.lock')}); wait for it to finish, "
@@ -182,16 +186,29 @@ def _lock_folder() -> Path:
 
 def _try_claim(name: str) -> SandboxClaim | None:
     """A claim on sandbox user ``name``, or None if another process holds it."""
-    path = _lock_folder() / f"{name}.lock"
+    return lock_file(_lock_folder() / f"{name}.lock", name=name)
+
+
+def lock_file(path: Path, *, name: str | None = None, waiting: str | None = None
+              ) -> SandboxClaim | None:
+    """This process's ``flock`` on ``path`` (made if missing): None if another process
+    holds it, or, given ``waiting``, that line on stderr and the lock once it is free."""
     import fcntl  # POSIX-only, so imported here: this module imports anywhere
 
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if waiting is None or not isinstance(error, BlockingIOError):
+                os.close(fd)
+                return None
+            sys.stderr.write(waiting)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a signal's handler may still interrupt it
+    except BaseException:
         os.close(fd)
-        return None
-    return SandboxClaim(name, fd)
+        raise
+    return SandboxClaim(name or path.stem, fd)
 
 
 def lock_inheritance(name: str, fd: int) -> dict[str, str]:

@@ -64,25 +64,26 @@ class StudentRunner:
 
     def __init__(self, submission: bytes, *, limits: Limits | None = None,
                  root: Path | None = None, sandbox: SandboxUser | None = None,
-                 budget: TimeBudget | None = None) -> None:
+                 budget: TimeBudget | None = None, box: Path | None = None) -> None:
         try:
             with deferred_signals():  # a folder made is a folder owned, or removed
-                self._set_up(submission, limits, root, sandbox, budget)
+                self._set_up(submission, limits, root, sandbox, budget, box)
         except BaseException:
             self._abandon_set_up()
             raise
 
     def _abandon_set_up(self) -> None:
         """Remove what a set-up that failed (or was interrupted) had made."""
-        made = self.__dict__.get("root") if self.__dict__.get("_owns_root") else \
-            self.__dict__.get("_box")
+        made = [self.__dict__.get("root") if self.__dict__.get("_owns_root") else None,
+                self.__dict__.get("_box")]
         if self.__dict__.get("_mounted"):
             report_problems(unmount_box(self._box))
-        if made is not None:
-            report_problems(remove_tree(made))
+        for path in filter(None, made):
+            report_problems(remove_tree(path))
 
     def _set_up(self, submission: bytes, limits: Limits | None, root: Path | None,
-                sandbox: SandboxUser | None, budget: TimeBudget | None) -> None:
+                sandbox: SandboxUser | None, budget: TimeBudget | None,
+                box: Path | None) -> None:
         self.limits = limits or Limits()
         self.budget = budget if budget is not None else TimeBudget.of(self.limits)
         self.sandbox = sandbox
@@ -98,8 +99,11 @@ class StudentRunner:
         self.portable = protections.runner == "portable"
         self._transport: Callable[[WorkerCommand, OutputSink, Limits], Transport] = \
             PortableTransport if self.portable else HardenedTransport
-        self._box = self.root / "box"
-        self._box.mkdir(mode=0o700, exist_ok=True)
+        #: The worker's box: in the root, or a seat's (see graders.sandbox.seats).
+        self._box = box or self.root / "box"
+        if box is not None:  # a new folder, never an earlier worker's: Landlock's rule for
+            report_problems(remove_tree(box))  # that one held its inode, not its path
+        self._box.mkdir(mode=0o700, exist_ok=box is None)
         # on the grading's disk first: a full one is said here (the mount then covers it)
         (self._box / SUBMISSION_NAME).write_bytes(submission)
         #: Whether the box is a tmpfs this runner mounted (detached on closing).
@@ -211,7 +215,7 @@ class StudentRunner:
             self._mounted = False
         if self.sandbox is not None and self.sandbox.exclusive:
             problems += sweep_user(self.sandbox.uid)
-        private = [self.root if self._owns_root else self._box]
+        private = [*([self.root] if self._owns_root else []), self._box]
         for built in (self._runtime, self._definitions, self._grader_definitions):
             if built is not None and (built.parent == self.root or built.name.startswith(".")):
                 private.append(built)  # built for this run alone (see cached_folder)

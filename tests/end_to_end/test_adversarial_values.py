@@ -9,11 +9,11 @@ submission that looks at where it runs.
   :data:`MAX_PAGE_BYTES`, graded alone and in a class, whose class page is written.
 - ``report_environment`` prints its HOME, TMPDIR, working folder, uid, gid and hostname,
   and answers wrong in the functions a digest of them picks: it once scored 92.0 in
-  ``graders grade`` and 100.0 in ``graders regrade``. In bubblewrap the worker's
-  environment is the same in every grading path, so it sees the same and scores the same
-  in two gradings and in a regrade. Under Landlock (namespaces refused) the paths and the
-  uid differ by grading path (docs/security.md, "What is not defended"): the test is
-  expected to fail there, and does.
+  ``graders grade`` and 100.0 in ``graders regrade``. It must see the same and score the
+  same in two gradings and in a regrade: in bubblewrap its namespaces give every worker
+  the same view; under Landlock (namespaces refused) its seat does (the same box and, as
+  root, the same user: ``graders.sandbox.seats``). Before seats it scored 72.0, 12.0 and
+  46.6 there (root, no bubblewrap).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import pytest
 from helpers import MAX_RESULTS_BYTES
 from linux_modes import (
     CONFINED,
-    LANDLOCK,
     MODES,
     Graded,
     Instructor,
@@ -145,23 +144,8 @@ def environment(document: dict[str, Any]) -> str:
     return found.group(1)
 
 
-#: Why the environment differs under Landlock (docs/security.md, "What is not defended"),
-#: with what was measured.
-LANDLOCK_ENVIRONMENTS = (
-    "under Landlock (no namespaces) the worker's HOME, TMPDIR and working folder are its "
-    "grading's own box on the host (TMPDIR/serving-grader-XXXXXXXX/box; in a regrade, under "
-    "the slot's folder), its uid the pool user's or the instructor's and its hostname the "
-    "machine's; measured in two gradings and a regrade: 72.0, 12.0, 46.6 (privilege drop "
-    "only), 51.0, 49.676923, 78.0 (docker default profile), 61.0, 50.0, 13.6 (ordinary user "
-    "in docker default profile); 38.0 every time in bubblewrap (/tmp/box, uid 1000, "
-    "hostname sandbox)")
-
-
 def test_a_submission_that_looks_at_its_environment_scores_the_same_everywhere(
-        graded: dict[str, Graded], regraded: tuple[Path, Run], mode: str,
-        request: pytest.FixtureRequest) -> None:
-    if MODES[mode].layer == LANDLOCK:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=LANDLOCK_ENVIRONMENTS))
+        graded: dict[str, Graded], regraded: tuple[Path, Run], mode: str) -> None:
     first = results(graded[ENVIRONMENT], mode)
     again = results(graded[f"{ENVIRONMENT}-again"], mode)
     out, run = regraded

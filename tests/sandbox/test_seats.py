@@ -1,0 +1,203 @@
+"""Seats: a submission's worker gets the same box and, as root, the same user in every
+grading where namespaces cannot hide the host (``graders.sandbox.seats``, issue 32).
+
+The end-to-end check (a submission that looks at its environment scores the same in two
+gradings and a regrade, in every Linux mode) is in
+``end_to_end/test_adversarial_values.py``; these pin the seat's own rules: which seat, one
+holder at a time, a waiting grading told so, and a killed holder's leftovers removed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import graders.sandbox.seats as seats
+from graders.sandbox import landlock
+from graders.sandbox.cleanup import process_alive
+from graders.sandbox.runner import StudentRunner
+from graders.sandbox.seats import SEATS, Seat, claim_seat, clear_seat, seat_of
+
+
+@pytest.fixture
+def seat_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The grader's cache folder, one of this test's own."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o755)
+    monkeypatch.setattr(seats, "cache_folder", lambda: cache)
+    return cache
+
+
+def claim_in_thread(submission: bytes) -> tuple[threading.Thread, list[Seat | None]]:
+    """Claim ``submission``'s seat in a thread; the seat lands in the list."""
+    claimed: list[Seat | None] = []
+    thread = threading.Thread(target=lambda: claimed.append(claim_seat(submission)),
+                              daemon=True)
+    thread.start()
+    return thread, claimed
+
+
+@given(st.binary(max_size=256))
+@settings(max_examples=200, deadline=None)
+def test_a_submission_always_takes_the_same_seat_among_the_seats(source: bytes) -> None:
+    assert seat_of(source) == seat_of(bytes(source))
+    assert 1 <= seat_of(source) <= SEATS
+
+
+def test_submissions_spread_over_every_seat() -> None:
+    taken = {seat_of(f"submission {number}".encode()) for number in range(200)}
+    assert taken == set(range(1, SEATS + 1))
+
+
+def test_a_seat_is_the_same_box_and_user_in_every_claim(seat_cache: Path) -> None:
+    source = b"def serve(): pass\n"
+    first = claim_seat(source)
+    assert first is not None
+    first.release()
+    again = claim_seat(source)
+    assert again is not None
+    try:
+        assert again.box == first.box == seat_cache / "seats" / f"seat-{seat_of(source)}" / "box"
+        if os.geteuid() == 0:  # the seat's pool user
+            assert first.user is not None
+            assert again.user is not None
+            assert again.user.name == first.user.name == f"serving-sandbox-{seat_of(source)}"
+            assert again.user.uid == first.user.uid
+        else:
+            assert first.user is None
+            assert again.user is None
+    finally:
+        again.release()
+
+
+def test_a_taken_seat_is_waited_for_and_the_wait_is_said(
+        seat_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = b"x = 1\n"
+    held = claim_seat(source)
+    assert held is not None
+    try:
+        assert claim_seat(source, wait=False) is None
+        thread, claimed = claim_in_thread(source)
+        time.sleep(0.3)
+        assert thread.is_alive()
+        assert claimed == []
+    finally:
+        held.release()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    seat = claimed[0]
+    assert seat is not None
+    assert seat.box == held.box
+    seat.release()
+    assert f"waiting for seat {seat_of(source)}" in capsys.readouterr().err
+
+
+def test_taking_a_seat_removes_what_a_killed_holder_left(seat_cache: Path) -> None:
+    source = b"y = 2\n"
+    box = seat_cache / "seats" / f"seat-{seat_of(source)}" / "box"
+    box.mkdir(parents=True)
+    (box / "planted.txt").write_text("left by a killed grading")
+    left = subprocess.Popen(["sleep", "60"], cwd=box, start_new_session=True)
+    try:
+        seat = claim_seat(source)
+        assert seat is not None
+        seat.release()
+        left.wait(timeout=10)  # killed by the claim
+        assert not process_alive(left.pid)
+        assert not box.exists()
+    finally:
+        if left.poll() is None:
+            left.kill()
+            left.wait()
+
+
+def test_clearing_a_seat_removes_leftovers_only_when_no_grading_holds_it(
+        seat_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seats, "seated", lambda: True)
+    source = b"z = 3\n"
+    held = claim_seat(source)
+    assert held is not None
+    held.box.mkdir()
+    (held.box / "serving.py").write_bytes(source)
+    running = subprocess.Popen(["sleep", "60"], cwd=held.box, start_new_session=True)
+    try:
+        clear_seat(source)  # the holder's worker is left alone
+        assert running.poll() is None
+        assert (held.box / "serving.py").exists()
+        held.release()  # as when its grading is killed: the lock goes, the worker stays
+        clear_seat(source)
+        running.wait(timeout=10)
+        assert not held.box.exists()
+    finally:
+        held.release()
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+
+
+def test_where_workers_have_namespaces_clearing_takes_no_seat(
+        seat_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seats, "seated", lambda: False)
+    clear_seat(b"w = 4\n")
+    assert not (seat_cache / "seats").exists()
+
+
+#: A process Landlock lets write only the box (argv[1]); once told to (a line on stdin),
+#: it tries to write a file there and prints what happened.
+EARLIER_WORKER = """
+import sys
+from graders.sandbox import landlock
+landlock.restrict(read=[sys.prefix, sys.base_prefix, "/usr", "/lib", "/etc"], write=[sys.argv[1]])
+print("restricted", flush=True)
+sys.stdin.readline()
+try:
+    with open(sys.argv[1] + "/planted.py", "w") as planted:
+        planted.write("print('planted')")
+    print("wrote", flush=True)
+except OSError as error:
+    print("refused", error.errno, flush=True)
+"""
+
+
+def test_a_runner_in_a_seat_gets_a_box_an_earlier_workers_leftover_cannot_write(
+        tmp_path: Path) -> None:
+    # Landlock's rule holds the box's inode, not its path: the box is made anew, so a
+    # leftover of an earlier worker (one the sweep could not find) cannot write the next
+    if landlock.unavailable() is not None:
+        pytest.skip(str(landlock.unavailable()))
+    box = tmp_path / "seat-1" / "box"
+    box.mkdir(parents=True)
+    (box / "left.txt").write_text("left by an earlier worker")
+    with subprocess.Popen([sys.executable, "-c", EARLIER_WORKER, str(box)], text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE) as earlier:
+        assert earlier.stdout is not None
+        assert earlier.stdin is not None
+        assert earlier.stdout.readline().strip() == "restricted"
+        with StudentRunner(b"x = 1\n", box=box):
+            assert box.is_dir()
+            assert not (box / "left.txt").exists()
+            earlier.stdin.write("go\n")
+            earlier.stdin.flush()
+            assert earlier.stdout.readline().split()[0] == "refused"
+            assert not (box / "planted.py").exists()
+    assert not box.exists()  # removed with the runner
+
+
+def test_the_same_leftover_could_write_a_box_kept_as_it_was(tmp_path: Path) -> None:
+    # the check above has teeth: the same process writes into the box it was given
+    if landlock.unavailable() is not None:
+        pytest.skip(str(landlock.unavailable()))
+    box = tmp_path / "box"
+    box.mkdir()
+    completed = subprocess.run([sys.executable, "-c", EARLIER_WORKER, str(box)], input="go\n",
+                               text=True, capture_output=True, check=True)
+    assert completed.stdout.split() == ["restricted", "wrote"]
