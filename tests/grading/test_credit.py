@@ -207,12 +207,17 @@ def _flat(value: Any) -> list[Any]:
 
 
 def test_a_cases_nontrivial_fields_are_those_of_the_expected_value_asked() -> None:
-    """Kept per case and expected value: another expected value of the same case (a golden
-    file's, a test's) gets its own fields."""
+    """Kept per case and expected value: an equal case (the test's and the session's Case
+    objects) shares them; another expected value of the same case (a golden file's, a
+    test's), or the same value for another case of the same key, gets its own."""
     case = Case("c", "serve", (256, 32))
     first = [672.0, 380.95, 8]
     assert case_nontrivial_fields(case, first) == nontrivial_fields(first, [256, 32])
     assert case_nontrivial_fields(case, first) is case_nontrivial_fields(case, first)
+    assert case_nontrivial_fields(Case("c", "serve", (256, 32)), first) is \
+        case_nontrivial_fields(case, first)
+    assert [value for _, value in
+            case_nontrivial_fields(Case("c", "serve", (672.0, 8)), first)] == [380.95]
     assert case_nontrivial_fields(case, [256.0, 1.0, 32]) == []
     assert case_nontrivial_fields(Case("d", "serve", (672, 1)), first) == \
         nontrivial_fields(first, [672, 1])
