@@ -228,14 +228,14 @@ def _add_reality(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 def console_main() -> int:
     """The ``graders`` command: :func:`main`, in a process that ends right after it (a
-    grading then freezes its start-up heap: :class:`graders.cli.grade.FrozenStartupHeap`).
+    grading then collects no garbage: :func:`graders.cli.grade.collect_no_garbage`).
     A long-lived caller (the regrade's grading process) calls :func:`main` instead."""
     return main(one_shot=True)
 
 
 def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:
     """Run the command line and return its exit code; ``one_shot``: the process ends after
-    it (a grading then freezes its start-up heap, see :func:`graders.cli.grade.run_grade`)."""
+    it (a grading then collects no garbage, see :func:`graders.cli.grade.run_grade`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

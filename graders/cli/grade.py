@@ -23,7 +23,6 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
 import pytest
 
@@ -193,24 +192,26 @@ def pytest_arguments(args: argparse.Namespace, workdir: Path, submission: Path) 
     return arguments
 
 
-class FrozenStartupHeap:
-    """A pytest plugin for a grading in a process that ends after it: once collection
-    ends, the heap built so far (the modules, pint's registry, the tracks, the tests) is
-    frozen, so the grading's garbage collections skip it (about 0.03 s). Never in a
-    long-lived process: what it freezes is never collected."""
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        gc.freeze()
+def collect_no_garbage() -> None:
+    """Turn off automatic garbage collection, for a grading in a process that ends after
+    it. Its collections cost about a tenth of the grading's CPU (pint's registry, the
+    tracks and the tests' objects traversed again and again, a full collection among
+    them) and free almost nothing: reference counting frees a grading's values, and the
+    cycles it leaves (a test's report, a failure's traceback) are a few per test of a
+    fixed suite. Never in a long-lived process (the regrade's grading process), whose
+    garbage would pile up grading after grading."""
+    gc.disable()
 
 
 def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
     """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means;
-    ``one_shot``: the process ends after this grading (see :class:`FrozenStartupHeap`).
+    ``one_shot``: the process ends after this grading (see :func:`collect_no_garbage`).
 
     Every usage error is found before grading starts, and leaves the same thing behind
     (never an earlier run's outputs): a 0-point results file with the reason for a
     submission that exists but holds no usable ``serving.py``, else nothing."""
+    if one_shot:
+        collect_no_garbage()
     try:
         args, submission, fail_under, github_output = _prepare(args)
     except GraderError as error:
@@ -226,7 +227,7 @@ def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
     interruption = Interruption()
     try:
         with interruptible() as interruption:
-            return _grade(args, submission, fail_under, github_output, one_shot=one_shot,
+            return _grade(args, submission, fail_under, github_output,
                           received=interruption)
     except GraderError:
         raise
@@ -251,8 +252,7 @@ def _interrupted(interruption: Interruption, error: BaseException, args: argpars
 
 
 def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
-           github_output: Path | None, *, one_shot: bool = False,
-           received: Interruption | None = None) -> int:
+           github_output: Path | None, *, received: Interruption | None = None) -> int:
     """The grading run itself: pytest in a private scratch folder, the outputs installed.
     A signal ``received`` during the run is an interruption, whatever pytest's exit code
     (pytest's report of the interrupt can itself fail, as an internal error)."""
@@ -268,8 +268,7 @@ def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
                                      github_output is not None)
         workdir = scratch / "run"
         workdir.mkdir()
-        code = pytest.main(pytest_arguments(args, workdir, submission.resolve()),
-                           plugins=[FrozenStartupHeap()] if one_shot else [])
+        code = pytest.main(pytest_arguments(args, workdir, submission.resolve()))
         if code == pytest.ExitCode.USAGE_ERROR:
             return USAGE_ERROR
         if code == pytest.ExitCode.INTERRUPTED or \
@@ -366,6 +365,8 @@ def _report_no_score(record: dict[str, Any], args: argparse.Namespace,
 
 def _junit_failure(reason: str) -> str:
     """A JUnit XML file of one errored test: the grader failed (no test result is shown)."""
+    from xml.sax.saxutils import quoteattr  # it imports urllib.request: 10 ms of a grading
+
     text = quoteattr(f"the grader failed: {escape_controls(reason)}")
     return ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite '
             'name="serving-lab" tests="1" errors="1" failures="0" skipped="0">'

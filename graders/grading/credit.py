@@ -21,10 +21,13 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graders.grading.contract import RESULT_FIELDS
 from graders.identity import IdentityMemo
+
+if TYPE_CHECKING:
+    from graders.grading.cases import Case
 
 #: How a failed call's reason starts when the function raised NotImplementedError.
 NOT_IMPLEMENTED = "not implemented yet"
@@ -125,6 +128,22 @@ def nontrivial_fields(expected: Any, inputs: Iterable[Any]) -> list[tuple[tuple[
 
 
 _FIELD, _ITEM, _WHOLE = "field", "item", "whole"
+
+#: Each case's non-trivial fields, by its expected value (the object) and key, with the
+#: case: a grading asks them of a visible case in its test and for its function's
+#: evidence (two equal Case objects), and of a twin when it is drawn and when it is judged.
+_CASE_FIELDS: IdentityMemo[tuple[Case, list[tuple[tuple[str, Any], Any]]]] = IdentityMemo(4096)
+
+
+def case_nontrivial_fields(case: Case, expected: Any) -> list[tuple[tuple[str, Any], Any]]:
+    """:func:`nontrivial_fields` of ``expected``, the expected value of ``case``, for the
+    case's inputs; worked out once per expected value and case. None of them: the case
+    is trivial (:func:`is_trivial`)."""
+    kept, fields = _CASE_FIELDS.get(expected, lambda: (case, nontrivial_fields(
+        expected, [*case.args, *case.kwargs.values()])), case.key)
+    if kept is not case and kept != case:  # another case of that key: its own inputs
+        return nontrivial_fields(expected, [*case.args, *case.kwargs.values()])
+    return fields
 
 
 def field_of(answer: Any, where: tuple[str, Any]) -> Any:

@@ -168,7 +168,13 @@ def moves_answer(sources: Iterable[Any], twin: Any, twin_inputs: Iterable[Any],
     infinity, nor an echo of one of ``twin_inputs``). A twin that moves only echoes of its
     inputs, flags or inputs its answer does not depend on is passed by a copy of a visible
     answer."""
-    fields = nontrivial_fields(twin, twin_inputs)  # the twin's own: worked out once
+    return fields_move(sources, nontrivial_fields(twin, twin_inputs), tolerance)
+
+
+def fields_move(sources: Iterable[Any], fields: list[tuple[tuple[str, Any], Any]],
+                tolerance: Tolerance) -> bool:
+    """:func:`moves_answer` of a twin whose non-trivial fields are ``fields`` (see
+    :func:`graders.grading.credit.nontrivial_fields`)."""
     return all(any(differs(wanted, field_of(source, where), tolerance)
                    for where, wanted in fields) for source in sources)
 

@@ -18,9 +18,9 @@ from graders.grading.checks import failed_call_message, missed_case
 from graders.grading.compare import compare
 from graders.grading.credit import (
     FunctionEvidence,
+    case_nontrivial_fields,
+    field_of,
     invariant_refusal,
-    is_trivial,
-    nontrivial_matches,
 )
 from graders.grading.feedback_layout import FeedbackParts
 from graders.grading.scoring import TestScore, on_grid
@@ -29,8 +29,8 @@ from graders.grading.unseen import (
     UnseenEvidence,
     confirmation,
     confirmation_note,
+    fields_move,
     inputs_key,
-    moves_answer,
     seed,
     unseen_cases,
     unseen_refusal,
@@ -141,6 +141,9 @@ class GradingSession:
     visible_sent: set[str] = field(default_factory=set)
     #: The oracle's value of each case asked so far, with the case, by case key.
     expected_values: dict[str, tuple[Case, Any]] = field(default_factory=dict)
+    #: The expected values of each function's visible cases on each track, by (function,
+    #: track id) (:meth:`_track_expected`).
+    track_expected: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
     #: The grading's one final result, made once at the end (:meth:`final_results`): the
     #: terminal, the exit code and every file written come from it.
     final: Mapping[str, Any] | None = None
@@ -164,8 +167,10 @@ class GradingSession:
         """The oracle's value of ``case``, computed once per run: a case is judged by its
         test and again for its function's evidence."""
         kept = self.expected_values.get(case.key)
-        if kept is None or kept[0] != case:  # the same key always names the same inputs;
-            kept = (case, self.oracle.expected(case))  # the check costs little
+        # the same key names the same inputs (a twin's, only once drawn); the check costs
+        # little, nothing for the same case
+        if kept is None or kept[0] is not case and kept[0] != case:
+            kept = (case, self.oracle.expected(case))
             self.expected_values[case.key] = kept
         return kept[1]
 
@@ -360,16 +365,17 @@ class GradingSession:
 
     def _verdict(self, case: Case, outcome: CallOutcome) -> Verdict:
         expected = self.expected_value(case)
-        inputs = [*case.args, *case.kwargs.values()]
         differences = self._differences(expected, outcome.value) if outcome.ok else []
         passed = outcome.ok and not differences
-        # compare() judges a result field by field (an item of a list item by item), as
-        # nontrivial_matches asks: in a case that passed, every value is right
-        right = nontrivial_matches(
-            expected, outcome.value, inputs,
-            (lambda wanted, got: True) if passed
-            else (lambda wanted, got: not self._differences(wanted, got))) if outcome.ok else 0
-        return Verdict(expected, passed, right, is_trivial(expected, inputs), differences)
+        fields = case_nontrivial_fields(case, expected)  # none: the case is trivial
+        # the non-trivial values answered right, field by field (credit.nontrivial_matches):
+        # compare() judges a result field by field (an item of a list item by item), so in
+        # a case that passed every value is right
+        right = (len(fields) if passed else
+                 sum(1 for where, wanted in fields
+                     if not self._differences(wanted, field_of(outcome.value, where)))
+                 ) if outcome.ok else 0
+        return Verdict(expected, passed, right, not fields, differences)
 
     def unseen(self, function: str) -> UnseenEvidence:
         """How ``function`` did on its unseen inputs (nothing to tell without a seed)."""
@@ -398,11 +404,20 @@ class GradingSession:
         ``template``, the visible case it was drawn from, nor of any other visible case of
         its function and track (a copy of the visible answers answers with one of them;
         :func:`graders.grading.unseen.moves_answer`)."""
-        return moves_answer((self.expected_value(case) for case in
-                             [template, *self._visible_cases(twin.function)]
-                             if case.track_id == twin.track_id),
-                            self.expected_value(twin), [*twin.args, *twin.kwargs.values()],
-                            self.settings.tolerance)
+        return fields_move([self.expected_value(template),
+                            *self._track_expected(twin.function, twin.track_id)],
+                           case_nontrivial_fields(twin, self.expected_value(twin)),
+                           self.settings.tolerance)
+
+    def _track_expected(self, function: str, track_id: str) -> list[Any]:
+        """The expected values of the visible cases of ``function`` on ``track_id``, in
+        suite order (asked for every twin drawn: gathered once)."""
+        key = (function, track_id)
+        if key not in self.track_expected:
+            self.track_expected[key] = [self.expected_value(case)
+                                        for case in self._visible_cases(function)
+                                        if case.track_id == track_id]
+        return self.track_expected[key]
 
     def _templates(self, function: str) -> tuple[list[Case], list[Case]]:
         """The visible cases whose twins are the unseen inputs: the non-trivial ones the

@@ -9,13 +9,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from graders.grading.cases import Case
 from graders.grading.compare import Tolerance, compare
 from graders.grading.credit import (
     FunctionEvidence,
     answer_key,
+    case_nontrivial_fields,
     input_scalars,
     invariant_refusal,
     is_trivial,
+    nontrivial_fields,
     nontrivial_matches,
     shape_problem,
     trivial_refusal,
@@ -180,6 +183,45 @@ def test_a_case_compare_passes_has_every_nontrivial_value_right(
     each = nontrivial_matches(expected, actual, inputs,
                               lambda wanted, got: not compare(wanted, got, tolerance))
     assert each == nontrivial_matches(expected, actual, inputs, lambda wanted, got: True)
+
+
+@given(expected=st.one_of(results, st.dictionaries(st.sampled_from(["x", "y"]), results,
+                                                     max_size=2)),
+       inputs=st.lists(values, max_size=3), echo=st.booleans())
+def test_a_case_is_trivial_exactly_when_it_has_no_nontrivial_field(
+        expected: Any, inputs: list[Any], echo: bool) -> None:
+    """The session and the case tests read a case's triviality from its non-trivial fields
+    (worked out once per case): there are none exactly when is_trivial says so."""
+    if echo:  # an input echoed by the expected value
+        inputs = [*inputs, *[leaf for leaf in _flat(expected)
+                             if isinstance(leaf, float | str)][:1]]
+    assert is_trivial(expected, inputs) == (not nontrivial_fields(expected, inputs))
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _flat(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _flat(item)]
+    return [value]
+
+
+def test_a_cases_nontrivial_fields_are_those_of_the_expected_value_asked() -> None:
+    """Kept per case and expected value: an equal case (the test's and the session's Case
+    objects) shares them; another expected value of the same case (a golden file's, a
+    test's), or the same value for another case of the same key, gets its own."""
+    case = Case("c", "serve", (256, 32))
+    first = [672.0, 380.95, 8]
+    assert case_nontrivial_fields(case, first) == nontrivial_fields(first, [256, 32])
+    assert case_nontrivial_fields(case, first) is case_nontrivial_fields(case, first)
+    assert case_nontrivial_fields(Case("c", "serve", (256, 32)), first) is \
+        case_nontrivial_fields(case, first)
+    assert [value for _, value in
+            case_nontrivial_fields(Case("c", "serve", (672.0, 8)), first)] == [380.95]
+    assert case_nontrivial_fields(case, [256.0, 1.0, 32]) == []
+    assert case_nontrivial_fields(Case("d", "serve", (672, 1)), first) == \
+        nontrivial_fields(first, [672, 1])
+    assert [value for _, value in case_nontrivial_fields(case, first)] == first
 
 
 def _nudged(value: Any, noise: float) -> Any:
