@@ -152,7 +152,8 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
     regrade.add_argument("--jobs", type=ranged_int(1, MAX_POOL_USERS),
                          default=min(os.cpu_count() or 1, MAX_POOL_USERS), metavar="N",
                          help=f"submissions graded at once, 1 to {MAX_POOL_USERS} (one sandbox "
-                              "user each; default: the number of CPUs)")
+                              "user each; at most 8 where workers run without namespaces, "
+                              "one per seat; default: the number of CPUs)")
     regrade.add_argument("--timeout", type=seconds, metavar="SECONDS",
                          help="wall time one submission may take before it is stopped, up to "
                               f"{MAX_SECONDS:g} (default: the worker's worst case plus 120 s)")

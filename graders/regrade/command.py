@@ -97,6 +97,7 @@ from graders.sandbox.confinement import confinement_gap
 from graders.sandbox.platforms import needs_linux, running_as_root
 from graders.sandbox.privileges import close_to_others
 from graders.sandbox.runner import Limits
+from graders.sandbox.seats import SEATS, seated
 from graders.sandbox.submission import read_submission
 
 #: Seconds one submission may take in all: the runner's bound on a submission that hangs
@@ -325,6 +326,13 @@ def _grade_all(pending: Sequence[ClassSubmission], context: JobContext, jobs: in
         return
     work, private = _work_folders(context.out)
     slots: list[Slot] = []
+    if seated():  # one grading a seat at a time: more slots than seats would only wait
+        context.take_seats()
+        if jobs > SEATS:
+            sys.stderr.write(f"graders: note: without namespaces each grading takes one of "
+                             f"{SEATS} seats (docs/security.md), so --jobs {jobs} runs "
+                             f"{SEATS} at a time\n")
+            jobs = SEATS
     try:
         slots = claim_slots(min(jobs, len(pending)), work, private)
         free: queue.Queue[Slot] = queue.Queue()

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from graders.results.reports import (
     write_results,
 )
 from graders.sandbox.privileges import LOCK_VARIABLE
-from graders.sandbox.seats import clear_seat
+from graders.sandbox.seats import SEATS, clear_seat, seat_of
 from graders.sandbox.submission import SUBMISSION_NAME, read_submission
 
 LOG_NAME = "grade.log"
@@ -63,6 +64,26 @@ class JobContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     #: Each slot's grading process, by slot number.
     _processes: dict[int, GradingProcess] = field(default_factory=dict)
+    #: Where gradings take seats (graders.sandbox.seats): a lock for each seat.
+    seat_locks: dict[int, threading.Lock] | None = None
+
+    def take_seats(self) -> None:
+        """Gradings here take seats: this regrade's jobs of one seat run in turn."""
+        self.seat_locks = {number: threading.Lock() for number in range(1, SEATS + 1)}
+
+    @contextlib.contextmanager
+    def seat(self, data: bytes) -> Iterator[None]:
+        """Within, no other job of this regrade grades in the seat of ``data`` (waited for
+        before the job's clock starts); the seat is cleared after, whatever happened (a
+        grading that died or was stopped may leave its worker or its box there)."""
+        if self.seat_locks is None:
+            yield
+            return
+        with self.seat_locks[seat_of(data)]:
+            try:
+                yield
+            finally:
+                clear_seat(data)
 
     def grading_process(self, slot: Slot) -> GradingProcess:
         """The slot's grading process (started on its first job)."""
@@ -147,6 +168,13 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
         _keep_page(None, folder / PAGE_NAME)  # an earlier grading's page is no longer its
         return _store(context, submission, folder, "rejected", reason, "", started, None,
                       unusable_submission_results(reason))
+    with context.seat(data):
+        return _grade_in_slot(submission, slot, context, data, folder, source, started)
+
+
+def _grade_in_slot(submission: ClassSubmission, slot: Slot, context: JobContext, data: bytes,
+                   folder: Path, source: Path, started: float) -> JobRecord | None:
+    """:func:`run_job` once ``data`` is read and its seat (if any) is this job's."""
     grading = context.grading_process(slot)
     slot.clean(spare=_pids(grading))
     private = slot.private  # root's alone, in OUT: no sandbox user reads or fills these
@@ -162,7 +190,6 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     if context.stop.is_set():
         grading.stop()
         slot.clean()
-        clear_seat(data)
         return None
     document = read_valid_results(results)
     status, reason = _outcome(code, timed_out, document, read_grader_failure(results), log,
@@ -172,8 +199,6 @@ def run_job(submission: ClassSubmission, slot: Slot, context: JobContext) -> Job
     _keep_log_tail(log, folder / LOG_NAME)
     _keep_page(page if context.pages and not timed_out else None, folder / PAGE_NAME)
     slot.clean(spare=_pids(grading))
-    if timed_out:  # its worker may run on in its seat (where it has one)
-        clear_seat(data)
     return _store(context, submission, folder, status, reason, sha256(data), started, code,
                   document, source=source)
 

@@ -19,7 +19,8 @@ CREATE_RULESET_VERSION, RULE_PATH_BENEATH, PR_SET_NO_NEW_PRIVS = 1, 1, 38
 
 # file system rights (LANDLOCK_ACCESS_FS_*)
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-MAKE_DIR, REFER, TRUNCATE, IOCTL_DEV = 1 << 7, 1 << 13, 1 << 14, 1 << 15
+MAKE_DIR, MAKE_SOCK, MAKE_FIFO = 1 << 7, 1 << 9, 1 << 10
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 #: Rights that apply to a file (the rest apply to a folder's entries).
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 #: The file system rights each ABI handles: ABI 1's thirteen, then one right at 2, 3, 5.
@@ -65,7 +66,8 @@ def restrict(read: Sequence[str], write: Sequence[str]) -> int:
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     attr = struct.pack("=QQQ", fs, net, scoped)[:size]
     ruleset = _syscall(CREATE_RULESET, attr, size, 0)
-    written = fs & ~EXECUTE & ~MAKE_DIR  # a flat box (see box_watch.py)
+    # a flat box (see box_watch.py), with no socket or FIFO another worker could open
+    written = fs & ~EXECUTE & ~MAKE_DIR & ~MAKE_SOCK & ~MAKE_FIFO
     try:
         for paths, rights in ((read, EXECUTE | READ_FILE | READ_DIR), (write, written)):
             for path in paths:

@@ -3,8 +3,8 @@
 Without namespaces (the Landlock rows of :mod:`graders.sandbox.modes`) a worker sees its
 box's host path (its HOME, TMPDIR and working folder) and, as root, its user's uid. So
 that a submission sees the same in ``graders grade``, a regrade and its hidden worker, it
-always takes the seat a hash of its bytes picks: the box ``seats/seat-N/box`` in the
-grader's cache folder and, as root, the pool user ``serving-sandbox-N``. A seat is held
+always takes the seat a hash of its bytes picks: the box ``seats/seat-N-TOKEN/box`` in
+the grader's cache folder and, as root, the pool user ``serving-sandbox-N``. A seat is held
 by one grading at a time (a ``flock``: a grading whose seat is taken waits), and what a
 killed grading left in it is removed when it is next taken.
 """
@@ -12,10 +12,13 @@ killed grading left in it is removed when it is next taken.
 from __future__ import annotations
 
 import hashlib
+import os
+import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders.sandbox.box_mount import unmount_box
 from graders.sandbox.cleanup import cache_folder, kill_marked, remove_tree, report_problems
 from graders.sandbox.confinement import without_namespaces
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
@@ -63,21 +66,29 @@ def claim_seat(submission: bytes, sandbox_user: str = DEFAULT_SANDBOX_USER, *,
     if cache is None:
         return None
     number, mode = seat_of(submission), 0o711 if running_as_root() else 0o700
-    place = cache / "seats" / f"seat-{number}"  # the sandbox users enter their boxes
-    for folder in (place.parent, place):
-        folder.mkdir(mode=mode, exist_ok=True)
-        folder.chmod(mode)
+    seats = cache / "seats"  # listed by no worker: root's 0711, else Landlock's
+    seats.mkdir(mode=mode, exist_ok=True)
+    seats.chmod(mode)
     waiting = (f"graders: waiting for seat {number} (another grading of the same "
                "submission, or of one that hashes alike, holds it)\n") if wait else None
-    claim = lock_file(place.parent / f"seat-{number}.lock", waiting=waiting)
+    claim = lock_file(seats / f"seat-{number}.lock", waiting=waiting)
     if claim is None:
         return None
-    seat = Seat(number, claim, place / "box")
+    seat = Seat(number, claim, seats / "unset")
     try:
+        # seat-N-TOKEN, its token drawn once and kept: a worker knows its own seat's
+        # folder, and can name no other's (to stat it, or reach a socket file in it)
+        found = sorted(seats.glob(f"seat-{number}-*"))
+        place = found[0] if found else seats / f"seat-{number}-{secrets.token_hex(16)}"
+        place.mkdir(mode=mode, exist_ok=True)
+        place.chmod(mode)
+        seat.box = place / "box"
         if running_as_root():  # a named user is refused while another grading holds it
             seat.user = claim_sandbox_user(f"{DEFAULT_SANDBOX_USER}-{number}", waiting=waiting) \
                 if sandbox_user == DEFAULT_SANDBOX_USER else claim_sandbox_user(sandbox_user)
         kill_marked(str(seat.box))  # a killed holder's worker: in its folder, HOME or TMPDIR
+        if os.path.ismount(seat.box):  # a killed holder's box tmpfs, whoever its user
+            report_problems(unmount_box(seat.box))
         report_problems(remove_tree(seat.box), what=f"leftovers of seat {number}")
     except BaseException:
         seat.release()

@@ -61,6 +61,9 @@ TRIES = textwrap.dedent("""
         "read /etc/passwd": attempt(lambda: open("/etc/passwd").read()),
         "write box": attempt(write),
         "mkdir box": attempt(lambda: os.mkdir(os.path.join(box, "folder"))),
+        "fifo in box": attempt(lambda: os.mkfifo(os.path.join(box, "fifo"))),
+        "socket in box": attempt(lambda: socket.socket(socket.AF_UNIX).bind(
+            os.path.join(box, "socket"))),
         "write beside": attempt(lambda: open(readable + ".new", "w").close()),
         "list /proc": attempt(lambda: os.listdir("/proc")),
         "read parent": attempt(lambda: open(f"/proc/{os.getppid()}/cmdline").read()),
@@ -91,7 +94,8 @@ def test_a_restricted_process_reads_and_writes_only_what_it_was_given(
     abi = landlock.abi_version()
     assert found == {
         "abi": abi, "read allowed": "ok", "read /etc/passwd": "EACCES", "write box": "ok",
-        "mkdir box": "EACCES", "write beside": "EACCES", "list /proc": "EACCES",
+        "mkdir box": "EACCES", "fifo in box": "EACCES", "socket in box": "EACCES",
+        "write beside": "EACCES", "list /proc": "EACCES",
         "read parent": "EACCES",
         "connect": "EACCES" if abi >= 4 else "ok",
         "signal parent": "EPERM" if abi >= 6 else "ok"}

@@ -10,6 +10,7 @@ holder at a time, a waiting grading told so, and a killed holder's leftovers rem
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -21,9 +22,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import graders.regrade.job
 import graders.sandbox.seats as seats
+from graders.regrade.job import JobContext
 from graders.sandbox import landlock
+from graders.sandbox.box_mount import mount_box, unmount_box
 from graders.sandbox.cleanup import process_alive
+from graders.sandbox.confinement import CAP_SYS_ADMIN, _has_capability
 from graders.sandbox.runner import StudentRunner
 from graders.sandbox.seats import SEATS, Seat, claim_seat, clear_seat, seat_of
 
@@ -66,7 +71,11 @@ def test_a_seat_is_the_same_box_and_user_in_every_claim(seat_cache: Path) -> Non
     again = claim_seat(source)
     assert again is not None
     try:
-        assert again.box == first.box == seat_cache / "seats" / f"seat-{seat_of(source)}" / "box"
+        assert again.box == first.box
+        assert first.box.name == "box"
+        assert first.box.parent.parent == seat_cache / "seats"
+        # seat-N-TOKEN: a worker knows its own seat's folder and can name no other's
+        assert re.fullmatch(f"seat-{seat_of(source)}-[0-9a-f]{{32}}", first.box.parent.name)
         if os.geteuid() == 0:  # the seat's pool user
             assert first.user is not None
             assert again.user is not None
@@ -101,10 +110,26 @@ def test_a_taken_seat_is_waited_for_and_the_wait_is_said(
     assert f"waiting for seat {seat_of(source)}" in capsys.readouterr().err
 
 
+def test_seats_have_folders_of_their_own_tokens(seat_cache: Path) -> None:
+    one_each = {seat_of(f"submission {n}".encode()): f"submission {n}".encode()
+                for n in range(200)}
+    folders = set()
+    for source in one_each.values():
+        seat = claim_seat(source)
+        assert seat is not None
+        seat.release()
+        folders.add(seat.box.parent.name)
+    assert len(folders) == len({name.split("-")[1] for name in folders}) == SEATS
+    assert len({name.split("-")[2] for name in folders}) == SEATS
+
+
 def test_taking_a_seat_removes_what_a_killed_holder_left(seat_cache: Path) -> None:
     source = b"y = 2\n"
-    box = seat_cache / "seats" / f"seat-{seat_of(source)}" / "box"
-    box.mkdir(parents=True)
+    first = claim_seat(source)
+    assert first is not None
+    first.release()
+    box = first.box
+    box.mkdir()
     (box / "planted.txt").write_text("left by a killed grading")
     left = subprocess.Popen(["sleep", "60"], cwd=box, start_new_session=True)
     try:
@@ -201,3 +226,71 @@ def test_the_same_leftover_could_write_a_box_kept_as_it_was(tmp_path: Path) -> N
     completed = subprocess.run([sys.executable, "-c", EARLIER_WORKER, str(box)], input="go\n",
                                text=True, capture_output=True, check=True)
     assert completed.stdout.split() == ["restricted", "wrote"]
+
+
+@pytest.mark.skipif(not (os.geteuid() == 0 and _has_capability(CAP_SYS_ADMIN)),
+                    reason="mounting a box needs root with CAP_SYS_ADMIN")
+def test_a_named_user_taking_a_seat_detaches_a_killed_holders_box_mount(
+        seat_cache: Path) -> None:
+    source = b"v = 5\n"
+    held = claim_seat(source)
+    assert held is not None
+    assert held.user is not None
+    held.box.mkdir()
+    assert mount_box(held.box, held.user.uid, held.user.gid) is None
+    held.release()  # killed: the mount stays, owned by the seat's pool user
+    try:
+        named = claim_seat(source, sandbox_user="serving-sandbox-63")
+        assert named is not None
+        named.release()
+        assert not os.path.ismount(held.box)
+        assert not held.box.exists()
+    finally:
+        if os.path.ismount(held.box):
+            unmount_box(held.box)
+
+
+def test_a_regrades_jobs_of_one_seat_run_in_turn_and_each_clears_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cleared: list[bytes] = []
+    monkeypatch.setattr(graders.regrade.job, "clear_seat", cleared.append)
+    context = JobContext(out=tmp_path, grader_sha256="", timeout_s=60)
+    context.take_seats()
+    source = b"u = 6\n"
+    inside = threading.Event()
+    leave = threading.Event()
+    order: list[str] = []
+
+    def first() -> None:
+        with context.seat(source):
+            order.append("first in")
+            inside.set()
+            leave.wait(10)
+            order.append("first out")
+
+    def second() -> None:
+        inside.wait(10)
+        with context.seat(source):  # the same seat: after the first
+            order.append("second in")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    inside.wait(10)
+    time.sleep(0.2)
+    assert order == ["first in"]  # the second waits, before its clock starts
+    leave.set()
+    for thread in threads:
+        thread.join(10)
+    assert order == ["first in", "first out", "second in"]
+    assert cleared == [source, source]
+
+
+def test_without_seats_a_regrades_jobs_take_none(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    cleared: list[bytes] = []
+    monkeypatch.setattr(graders.regrade.job, "clear_seat", cleared.append)
+    context = JobContext(out=tmp_path, grader_sha256="", timeout_s=60)
+    with context.seat(b"t = 7\n"), context.seat(b"t = 7\n"):  # no lock to wait for
+        pass
+    assert cleared == []
