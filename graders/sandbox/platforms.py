@@ -101,12 +101,3 @@ def kill_tree(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError):
         process.kill()
 
-
-def needs_linux(command: str) -> str | None:
-    """One line saying ``command`` needs Linux, when the hardened path is unavailable."""
-    found = capabilities()
-    if found.hardened:
-        return None
-    return (f"graders {command} needs Linux (it locks job slots, sweeps /proc and drops "
-            f"privileges; here: {found.why_portable()}); use 'graders grade' for one "
-            "submission at a time")
