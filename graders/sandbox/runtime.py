@@ -18,7 +18,8 @@ from pathlib import Path
 
 from graders.errors import GraderError
 from graders.sandbox import platforms as platform_support
-from graders.sandbox.cleanup import cache_folder, remove_tree
+from graders.sandbox.cleanup import cache_folder as cache_folder  # reality.store's too
+from graders.sandbox.cleanup import remove_tree
 from graders.units import build_definitions_cache
 from graders.versions import distribution_closure
 
