@@ -261,12 +261,6 @@ PROCESS_TERMINATE, PROCESS_SET_QUOTA = 0x0001, 0x0100
 DWORD = ctypes.c_uint32
 
 
-class IoCounters(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in (
-        "ReadOperationCount", "WriteOperationCount", "OtherOperationCount",
-        "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")]
-
-
 class BasicLimits(ctypes.Structure):
     """JOBOBJECT_BASIC_LIMIT_INFORMATION."""
 
@@ -281,7 +275,8 @@ class BasicLimits(ctypes.Structure):
 class ExtendedLimits(ctypes.Structure):
     """JOBOBJECT_EXTENDED_LIMIT_INFORMATION."""
 
-    _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", IoCounters),
+    _fields_ = [("BasicLimitInformation", BasicLimits),
+                ("IoInfo", ctypes.c_uint64 * 6),  # IO_COUNTERS: six counts, unused
                 *((name, ctypes.c_size_t) for name in (
                     "ProcessMemoryLimit", "JobMemoryLimit", "PeakProcessMemoryUsed",
                     "PeakJobMemoryUsed"))]
