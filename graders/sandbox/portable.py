@@ -32,8 +32,10 @@ class PortableTransport:
     """A worker at the head of a process tree, its pipes served by threads."""
 
     def __init__(self, command: WorkerCommand, sink: OutputSink, limits: Limits) -> None:
-        self.process = command.popen(stderr=subprocess.PIPE,
-                                     **platform_support.new_group_options())
+        group: dict[str, Any] = {"start_new_session": True}  # a tree it can be killed with
+        if sys.platform == "win32":
+            group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        self.process = command.popen(stderr=subprocess.PIPE, **group)
         #: Reply chunks (b"" at the end); bounded, so that a worker that writes without end
         #: blocks its thread instead of filling memory.
         self._replies: queue.Queue[bytes] = queue.Queue(
@@ -348,7 +350,5 @@ def contain(process: subprocess.Popen[bytes], memory_bytes: int
             return JobObject(process.pid, memory_bytes)
         except OSError:
             return None
-    if shutil.which("ps") is None:
-        return None
-    return TreeWatch(process.pid, memory_bytes,
-                     unreaped=lambda: process.returncode is None)
+    return None if shutil.which("ps") is None else \
+        TreeWatch(process.pid, memory_bytes, unreaped=lambda: process.returncode is None)
