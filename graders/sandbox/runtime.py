@@ -71,17 +71,6 @@ def _pint_package() -> Path:
     return Path(spec.origin).parent
 
 
-def _runtime_key() -> str:
-    """Changes when Python, the worker script, this recipe or the packages beside pint change."""
-    packages = _pint_package().parent
-    digest = hashlib.sha256()
-    digest.update(sys.version.encode())
-    for source in (WORKER_SCRIPT, FILTER_MODULE, LANDLOCK_MODULE, Path(__file__)):
-        digest.update(source.read_bytes())  # this file: how the folder is built
-    digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
-    return digest.hexdigest()[:20]
-
-
 def _manifest(folder: Path) -> str:
     """One line per file below ``folder``: its relative path and SHA-256."""
     lines = []
@@ -105,8 +94,14 @@ def is_trusted(folder: Path) -> bool:
 
 
 def cached_runtime(private_parent: Path) -> Path:
-    """The runtime folder for this Python and these packages (:func:`cached_folder`)."""
-    return cached_folder("runtime", _runtime_key(), prepare_runtime, private_parent)
+    """The runtime folder for this Python and these packages (:func:`cached_folder`), keyed
+    by Python, the worker script, this recipe (this file) and the packages beside pint."""
+    packages = _pint_package().parent
+    digest = hashlib.sha256(sys.version.encode())
+    for source in (WORKER_SCRIPT, FILTER_MODULE, LANDLOCK_MODULE, Path(__file__)):
+        digest.update(source.read_bytes())
+    digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
+    return cached_folder("runtime", digest.hexdigest()[:20], prepare_runtime, private_parent)
 
 
 def worker_definitions(runtime: Path, private_parent: Path) -> Path:
