@@ -346,23 +346,18 @@ def _cached_copy(executable: Path, stdlib: Path, library: Path | None) -> tuple[
     folder = cache / name
     if _complete_copy(folder):
         return folder, False
-    _remove_abandoned(cache, f".{name}.")
+    with contextlib.suppress(OSError):  # staging folders whose builder died mid-way
+        for entry in cache.iterdir():
+            pid, dot, _ = entry.name.removeprefix(f".{name}.").partition(".")
+            if entry.name.startswith(f".{name}.") and dot and pid.isdigit() \
+                    and not process_alive(int(pid)):
+                remove_tree(entry)
     if os.path.lexists(folder):  # unfinished or broken: ours to replace (no one else writes here)
         report_problems(remove_tree(folder), what="replacing a broken interpreter copy")
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.{os.getpid()}.", dir=cache))
     _build_copy(executable, stdlib, library, staging)
     published = publish_folder(staging, folder, _complete_copy)
     return published, published != folder
-
-
-def _remove_abandoned(cache: Path, prefix: str) -> None:
-    """Remove staging folders of interpreter copies whose builder died mid-way."""
-    with contextlib.suppress(OSError):
-        for entry in cache.iterdir():
-            pid, dot, _ = entry.name.removeprefix(prefix).partition(".")
-            if entry.name.startswith(prefix) and dot and pid.isdigit() \
-                    and not process_alive(int(pid)):
-                remove_tree(entry)
 
 
 def _build_copy(executable: Path, stdlib: Path, library: Path | None, staging: Path) -> Path:
