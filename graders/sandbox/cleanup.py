@@ -64,8 +64,7 @@ class Problems:
             self.dropped += 1
 
     def as_list(self) -> list[str]:
-        more = [f"... and {self.dropped} more problems"] if self.dropped else []
-        return self.kept + more
+        return self.kept + ([f"... and {self.dropped} more problems"] if self.dropped else [])
 
 
 def report_problems(problems: Iterable[str], *, what: str = "clean-up") -> None:
