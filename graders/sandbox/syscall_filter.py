@@ -213,11 +213,11 @@ def _prologue(architecture: Architecture) -> list[bytes]:
     return code
 
 
-def program(architecture: Architecture) -> bytes:
+def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> bytes:
     """The filter for ``architecture``: a foreign ABI is killed, each rule's call refused
     with its errno (when its argument test holds), everything else allowed."""
     code = _prologue(architecture)
-    for rule in RULES:
+    for rule in rules:
         number = getattr(rule, architecture.name)
         if rule.when is None:
             code += [instruction(JEQ, number, 0, 1), _refuse(rule.error)]
@@ -244,9 +244,11 @@ def process_program(architecture: Architecture) -> bytes:
     return b"".join(code)
 
 
-def install(*, no_processes: bool = False) -> None:
-    """Set no_new_privs, install the filter (and :func:`process_program` with
-    ``no_processes``) while the process has one thread; OSError says which step failed."""
+def install(rules: tuple[Rule, ...] = RULES, *, no_new_privs: bool = True,
+            no_processes: bool = False) -> None:
+    """Set no_new_privs (unless not ``no_new_privs``: CAP_SYS_ADMIN is then needed), install
+    the filter of ``rules`` (and :func:`process_program` with ``no_processes``) while the
+    process has one thread; OSError says which step failed."""
     reason = unavailable()
     architecture = current_architecture()
     if reason is not None or architecture is None:
@@ -261,11 +263,11 @@ def install(*, no_processes: bool = False) -> None:
     prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
                       ctypes.c_ulong)
     prctl.restype = ctypes.c_int
-    if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if no_new_privs and prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
     extra = [process_program(architecture)] if no_processes else []
-    for code in (program(architecture), *extra):
+    for code in (program(architecture, rules), *extra):
         instructions = ctypes.create_string_buffer(code, len(code))
         fprog = SockFprog(len(code) // 8, ctypes.addressof(instructions))
         if prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) != 0:
