@@ -147,10 +147,31 @@ def bundled_file() -> Path:
 def cached_file(track: Track) -> Path | None:
     """The document in the grader's trusted cache folder, if one was built for ``track``
     as its file is now."""
-    from graders.sandbox.runtime import trusted_cached_folder
-
     folder = trusted_cached_folder(CACHE_KIND, cache_key(track))
     return None if folder is None else folder / REALITY_NAME
+
+
+def trusted_cached_folder(kind: str, key: str) -> Path | None:
+    """The trusted shared folder of ``kind`` and ``key``, if there; builds nothing."""
+    from graders.sandbox import runtime
+
+    shared = runtime.cache_folder()
+    folder = runtime.cached_path(shared, kind, key) if shared is not None else None
+    return folder if folder is not None and runtime.is_trusted(folder) else None
+
+
+def trusted_cached_folders(kind: str, key_prefix: str) -> list[Path]:
+    """Every trusted shared folder of ``kind`` whose key starts with ``key_prefix``."""
+    import glob
+
+    from graders.sandbox import runtime
+
+    shared = runtime.cache_folder()
+    if shared is None:
+        return []
+    pattern = runtime.cached_path(shared, kind, key_prefix).name
+    return sorted(folder for folder in shared.glob(glob.escape(pattern) + "*")
+                  if runtime.is_trusted(folder))
 
 
 def build_cache(track: Track, private_parent: Path) -> Path:
@@ -200,8 +221,6 @@ MISSING_TEXT = {
 def _built_before(track: Track) -> bool:
     """True when a bundle or a cache folder holds curves of ``track``'s id built from
     another version of its file or of the grader."""
-    from graders.sandbox.runtime import trusted_cached_folders
-
     paths = [bundled_file(), *(folder / REALITY_NAME for folder in
                                trusted_cached_folders(CACHE_KIND, f"{track.track_id}-"))]
     for path in paths:
@@ -242,8 +261,6 @@ def _remove_stale(track: Track, keep: Path) -> None:
     """Remove the cache folders of ``track``'s id built from other versions of its file or
     of the grader (track ids hold no ``-``, so the prefix is the track's own)."""
     from graders.sandbox.cleanup import remove_tree
-    from graders.sandbox.runtime import trusted_cached_folders
-
     for folder in trusted_cached_folders(CACHE_KIND, f"{track.track_id}-"):
         if folder != keep:
             remove_tree(folder)

@@ -94,7 +94,7 @@ from graders.results.files import OutputPathError, check_output_folder
 from graders.results.reports import read_valid_results, write_json_atomically
 from graders.sandbox.cleanup import process_alive, remove_tree, report_problems
 from graders.sandbox.confinement import confinement_gap
-from graders.sandbox.platforms import needs_linux, running_as_root
+from graders.sandbox.platforms import capabilities, running_as_root
 from graders.sandbox.privileges import close_to_others
 from graders.sandbox.runner import Limits
 from graders.sandbox.seats import SEATS, seated
@@ -104,6 +104,16 @@ from graders.sandbox.submission import read_submission
 #: everywhere, plus a generous allowance for the rest of its grading on a busy machine.
 DEFAULT_TIMEOUT_S = float(math.ceil(Limits().worst_case_s + 120))
 INTERRUPTED = 130
+
+
+def needs_linux(command: str) -> str | None:
+    """One line saying ``command`` needs Linux, when the hardened path is unavailable."""
+    found = capabilities()
+    if found.hardened:
+        return None
+    return (f"graders {command} needs Linux (it locks job slots, sweeps /proc and drops "
+            f"privileges; here: {found.why_portable()}); use 'graders grade' for one "
+            "submission at a time")
 
 
 def run_regrade(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 #: The one tmpfs that holds all the worker's writable space, inside the sandbox.
@@ -74,17 +74,6 @@ def library_folders(executable: str, library_path: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(
         path if "ld-linux" in os.path.basename(path) else os.path.dirname(path) for path in paths
         if path.startswith("/") and not (library_path and path.startswith(library_path))))
-
-
-def interpreter_paths(executable: Path, environment: Mapping[str, str],
-                      stdlib: Path, shared_library: Path | None) -> tuple[list[Path], list[Path]]:
-    """What the worker's interpreter needs, read-only, and the package folders to cover."""
-    library_path = environment.get("LD_LIBRARY_PATH", "")
-    loaded = [Path(path) for path in library_folders(str(executable), library_path)]
-    if library_path:
-        return [executable.parent.parent, *loaded], []
-    covered = [stdlib / name for name in PACKAGE_FOLDERS if (stdlib / name).is_dir()]
-    return [executable, stdlib, *loaded, *([shared_library] if shared_library else [])], covered
 
 
 def _setuid(bwrap: Path) -> bool:

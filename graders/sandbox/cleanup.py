@@ -36,6 +36,8 @@ MAX_PROBLEMS = 20
 #: SysV IPC kinds: the file under /proc/sysvipc, and the name of its id column.
 IPC_KINDS = (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid"))
 _IPC_RMID, _KILL_ROUNDS = 0, 5
+#: How long one round of :func:`_kill_until_gone` waits for deaths, and its first look.
+_DEATH_WAIT_S, _FIRST_LOOK_S = 0.05, 0.0005
 #: Flags that open a folder without following a link.
 _DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) \
     | getattr(os, "O_CLOEXEC", 0)
@@ -62,8 +64,7 @@ class Problems:
             self.dropped += 1
 
     def as_list(self) -> list[str]:
-        more = [f"... and {self.dropped} more problems"] if self.dropped else []
-        return self.kept + more
+        return self.kept + ([f"... and {self.dropped} more problems"] if self.dropped else [])
 
 
 def report_problems(problems: Iterable[str], *, what: str = "clean-up") -> None:
@@ -255,7 +256,7 @@ def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
             assert current is not None
             if not level.pending and level.dirty and not level.stuck \
                     and level.passes < _PASSES:
-                _list_folder(current, path(), level, problems)
+                _list_folder(current, path, level, problems)
             if level.pending:
                 child = level.pending.pop()
                 entered = _enter(current, child, path(child), device, problems)
@@ -293,7 +294,8 @@ def _remove_folder(parent_fd: int, name: bytes, shown: bytes, device: int,
             os.close(current)
 
 
-def _list_folder(fd: int, shown: Shown, level: _Level, problems: Problems) -> None:
+def _list_folder(fd: int, path: Callable[..., Shown], level: _Level, problems: Problems
+                 ) -> None:
     """Remove every entry of the folder ``fd`` that is not a folder; queue its folders."""
     level.passes += 1
     level.dirty = False
@@ -308,25 +310,19 @@ def _list_folder(fd: int, shown: Shown, level: _Level, problems: Problems) -> No
                     is_folder = entry.is_dir(follow_symlinks=False)
                 except OSError:
                     is_folder = False
-                if is_folder:
-                    level.pending.append(name)
-                elif not _unlink_or_queue(fd, name, shown, level, problems):
-                    level.stuck = True
+                try:
+                    if not is_folder:
+                        os.unlink(name, dir_fd=fd)
+                        continue
+                except IsADirectoryError:  # a folder after all
+                    pass
+                except OSError:
+                    level.stuck |= not _remove_entry(os.unlink, fd, name, path(name), problems)
+                    continue
+                level.pending.append(name)
     except OSError as error:
-        problems.add(f"{_display(shown())}: cannot list: {_why(error)}")
+        problems.add(f"{_display(path()())}: cannot list: {_why(error)}")
         level.stuck = True
-
-
-def _unlink_or_queue(fd: int, name: bytes, shown: Shown, level: _Level,
-                     problems: Problems) -> bool:
-    """Unlink a file entry; one that turned out to be a folder is queued instead."""
-    try:
-        os.unlink(name, dir_fd=fd)
-    except IsADirectoryError:
-        level.pending.append(name)
-    except OSError:
-        return _remove_entry(os.unlink, fd, name, lambda: shown() + b"/" + name, problems)
-    return True
 
 
 def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
@@ -359,23 +355,20 @@ def _enter(fd: int, name: bytes, shown: Shown, device: int, problems: Problems
 GRADINGS_FOLDER = Path("/run/serving-grader-gradings")
 
 
-def shared_folders() -> list[Path]:
-    """:data:`SHARED_WRITABLE`, :data:`GRADINGS_FOLDER`, and a world-writable temp folder."""
-    folders = [folder for folder in (*SHARED_WRITABLE, GRADINGS_FOLDER) if folder.is_dir()]
-    with contextlib.suppress(OSError):
-        temp = Path(tempfile.gettempdir())
-        if temp.stat().st_mode & stat.S_IWOTH and temp.resolve() not in \
-                {folder.resolve() for folder in folders}:
-            folders.append(temp)
-    return folders
-
-
 def remove_files_of(uid: int, folders: Iterable[Path] | None = None) -> list[str]:
     """Remove every entry ``uid`` (held exclusively) owns in ``folders`` (default:
-    :func:`shared_folders`), down to :data:`SHARED_DEPTH` in world-writable folders and in
-    this user's grader folders (a killed grading's box); return the problems."""
+    :data:`SHARED_WRITABLE`, :data:`GRADINGS_FOLDER` and a world-writable temp folder), down
+    to :data:`SHARED_DEPTH` in world-writable folders and in this user's grader folders (a
+    killed grading's box); return the problems."""
+    if folders is None:
+        folders = [folder for folder in (*SHARED_WRITABLE, GRADINGS_FOLDER) if folder.is_dir()]
+        with contextlib.suppress(OSError):
+            temp = Path(tempfile.gettempdir())
+            if temp.stat().st_mode & stat.S_IWOTH and temp.resolve() not in \
+                    {folder.resolve() for folder in folders}:
+                folders.append(temp)
     problems = Problems()
-    for folder in folders if folders is not None else shared_folders():
+    for folder in folders:
         try:
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
@@ -473,23 +466,13 @@ def _kill_until_gone(match: Callable[[int], bool]) -> list[int]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
-        _await_deaths(found)
+        # then wait for the deaths, at most _DEATH_WAIT_S, looking ever less often
+        deadline, pause = time.monotonic() + _DEATH_WAIT_S, _FIRST_LOOK_S
+        while found and time.monotonic() < deadline:
+            time.sleep(pause)
+            found = [pid for pid in found if _alive(pid)]
+            pause = min(pause * 2, max(deadline - time.monotonic(), 0.0))
     return sorted(set(killed))
-
-
-#: How long one round of :func:`_kill_until_gone` waits for deaths, and its first look.
-_DEATH_WAIT_S, _FIRST_LOOK_S = 0.05, 0.0005
-
-
-def _await_deaths(pids: Collection[int]) -> None:
-    """Wait, at most :data:`_DEATH_WAIT_S`, looking ever less often, until ``pids`` are dead."""
-    deadline = time.monotonic() + _DEATH_WAIT_S
-    pause = _FIRST_LOOK_S
-    living = list(pids)
-    while living and time.monotonic() < deadline:
-        time.sleep(pause)
-        living = [pid for pid in living if _alive(pid)]
-        pause = min(pause * 2, max(deadline - time.monotonic(), 0.0))
 
 
 def _alive(pid: int) -> bool:

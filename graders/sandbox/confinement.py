@@ -118,8 +118,11 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
            if sandbox else "the student's code runs as this user")
     # root without a sandbox user (the runner's own tests) keeps the worker beside it: in
     # a user namespace of root's, it would still be root to every file it can see
+    key = _probe_key(sandbox is not None)
+    if (early := _early_probes.pop(key, None)) is not None:
+        early.join()  # the probe start_probe began: its answer is then cached
     why_not = "the grader is root without a sandbox user" if sandbox is None and root \
-        else _probed(_probe_key(sandbox is not None))
+        else bubblewrap_support(*key)
     admin = _has_capability(CAP_SYS_ADMIN)
     mode = modes.hardened_mode(root=root, sandbox=sandbox is not None, cap_sys_admin=admin,
                                bubblewrap=why_not is None)
@@ -198,9 +201,7 @@ def bubblewrap_support(uid: int, gid: int, drop: bool) -> str | None:
 
 def _probe_key(drop: bool) -> tuple[int, int, bool]:
     """:func:`bubblewrap_support`'s arguments: as root any user's, else this user's."""
-    if drop:
-        return ANY_SANDBOX_ID, ANY_SANDBOX_ID, True
-    return os.geteuid(), os.getegid(), False
+    return (ANY_SANDBOX_ID, ANY_SANDBOX_ID, True) if drop else (os.geteuid(), os.getegid(), False)
 
 
 #: Probes started ahead (:func:`start_probe`), by their :func:`bubblewrap_support` key.
@@ -212,26 +213,16 @@ def start_probe() -> None:
     if not sys.platform.startswith("linux") or not platform_support.capabilities().hardened:
         return
     key = _probe_key(platform_support.effective_uid() == 0)
-    if key in _early_probes:
-        return
-    thread = threading.Thread(target=_quiet_probe, args=key, name="bubblewrap probe",
-                              daemon=True)
-    _early_probes[key] = thread
-    thread.start()
+    if key not in _early_probes:
+        _early_probes[key] = threading.Thread(target=_quiet_probe, args=key, daemon=True,
+                                              name="bubblewrap probe")
+        _early_probes[key].start()
 
 
 def _quiet_probe(uid: int, gid: int, drop: bool) -> None:
     """Run the probe for its cached answer; an error is raised again where it is used."""
     with contextlib.suppress(Exception):
         bubblewrap_support(uid, gid, drop)
-
-
-def _probed(key: tuple[int, int, bool]) -> str | None:
-    """:func:`bubblewrap_support` for ``key``, once the probe started ahead (if any) ends."""
-    thread = _early_probes.pop(key, None)
-    if thread is not None:
-        thread.join()
-    return bubblewrap_support(*key)
 
 
 def _drop_options(uid: int, gid: int, drop: bool) -> dict[str, Any]:
@@ -269,8 +260,15 @@ def landlock_paths(python: WorkerPython, folders: Sequence[Path], box: Path
 
 
 def _interpreter_paths(python: WorkerPython) -> tuple[list[Path], list[Path]]:
-    return bubblewrap.interpreter_paths(python.executable, python.environment,
-                                        Path(sysconfig.get_paths()["stdlib"]), shared_library())
+    """What the worker's interpreter needs, read-only, and the package folders to cover."""
+    library_path = python.environment.get("LD_LIBRARY_PATH", "")
+    loaded = [Path(path) for path in bubblewrap.library_folders(str(python.executable),
+                                                                library_path)]
+    if library_path:  # an interpreter copy, bound whole
+        return [python.executable.parent.parent, *loaded], []
+    stdlib, library = Path(sysconfig.get_paths()["stdlib"]), shared_library()
+    covered = [stdlib / name for name in bubblewrap.PACKAGE_FOLDERS if (stdlib / name).is_dir()]
+    return [python.executable, stdlib, *loaded, *([library] if library else [])], covered
 
 
 def start_options(sandbox: SandboxUser | None, submission_fd: int | None) -> dict[str, Any]:

@@ -85,7 +85,12 @@ class HardenedTransport:
             del unsent[:written]
 
     def receive(self, wait_s: float) -> bytes | None:
-        self._watch_requests()
+        # the selector waits for room in the request pipe exactly while requests wait
+        watched = self._requests in self._selector.get_map()
+        if self._unsent and not watched:
+            self._selector.register(self._requests, selectors.EVENT_WRITE, "request")
+        elif watched and not self._unsent:
+            self._selector.unregister(self._requests)
         for key, _ in self._selector.select(wait_s):
             if key.data == "request":
                 self.flush()
@@ -95,14 +100,6 @@ class HardenedTransport:
             else:
                 return os.read(self._replies, REPLY_CHUNK_BYTES)
         return None
-
-    def _watch_requests(self) -> None:
-        """Have the selector wait for room in the request pipe exactly while requests wait."""
-        watched = self._requests in self._selector.get_map()
-        if self._unsent and not watched:
-            self._selector.register(self._requests, selectors.EVENT_WRITE, "request")
-        elif watched and not self._unsent:
-            self._selector.unregister(self._requests)
 
     def _drain_once(self) -> int:
         """Read a chunk of output into the sink now: its size, 0 if none, -1 at the end."""

@@ -81,13 +81,6 @@ def owned_by_me(uid: int) -> bool:
     return me is None or uid == me
 
 
-def new_group_options() -> dict[str, object]:
-    """Popen options that start a worker at the head of a tree it can be killed with."""
-    if sys.platform == "win32":
-        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-    return {"start_new_session": True}
-
-
 def kill_tree(process: subprocess.Popen[bytes]) -> None:
     """Kill ``process`` and everything it started (``taskkill /T /F`` on Windows)."""
     if sys.platform == "win32":
@@ -101,12 +94,3 @@ def kill_tree(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError):
         process.kill()
 
-
-def needs_linux(command: str) -> str | None:
-    """One line saying ``command`` needs Linux, when the hardened path is unavailable."""
-    found = capabilities()
-    if found.hardened:
-        return None
-    return (f"graders {command} needs Linux (it locks job slots, sweeps /proc and drops "
-            f"privileges; here: {found.why_portable()}); use 'graders grade' for one "
-            "submission at a time")

@@ -32,8 +32,10 @@ class PortableTransport:
     """A worker at the head of a process tree, its pipes served by threads."""
 
     def __init__(self, command: WorkerCommand, sink: OutputSink, limits: Limits) -> None:
-        self.process = command.popen(stderr=subprocess.PIPE,
-                                     **platform_support.new_group_options())
+        group: dict[str, Any] = {"start_new_session": True}  # a tree it can be killed with
+        if sys.platform == "win32":
+            group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        self.process = command.popen(stderr=subprocess.PIPE, **group)
         #: Reply chunks (b"" at the end); bounded, so that a worker that writes without end
         #: blocks its thread instead of filling memory.
         self._replies: queue.Queue[bytes] = queue.Queue(
@@ -261,12 +263,6 @@ PROCESS_TERMINATE, PROCESS_SET_QUOTA = 0x0001, 0x0100
 DWORD = ctypes.c_uint32
 
 
-class IoCounters(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in (
-        "ReadOperationCount", "WriteOperationCount", "OtherOperationCount",
-        "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")]
-
-
 class BasicLimits(ctypes.Structure):
     """JOBOBJECT_BASIC_LIMIT_INFORMATION."""
 
@@ -281,7 +277,8 @@ class BasicLimits(ctypes.Structure):
 class ExtendedLimits(ctypes.Structure):
     """JOBOBJECT_EXTENDED_LIMIT_INFORMATION."""
 
-    _fields_ = [("BasicLimitInformation", BasicLimits), ("IoInfo", IoCounters),
+    _fields_ = [("BasicLimitInformation", BasicLimits),
+                ("IoInfo", ctypes.c_uint64 * 6),  # IO_COUNTERS: six counts, unused
                 *((name, ctypes.c_size_t) for name in (
                     "ProcessMemoryLimit", "JobMemoryLimit", "PeakProcessMemoryUsed",
                     "PeakJobMemoryUsed"))]
@@ -353,7 +350,5 @@ def contain(process: subprocess.Popen[bytes], memory_bytes: int
             return JobObject(process.pid, memory_bytes)
         except OSError:
             return None
-    if shutil.which("ps") is None:
-        return None
-    return TreeWatch(process.pid, memory_bytes,
-                     unreaped=lambda: process.returncode is None)
+    return None if shutil.which("ps") is None else \
+        TreeWatch(process.pid, memory_bytes, unreaped=lambda: process.returncode is None)

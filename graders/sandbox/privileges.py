@@ -31,7 +31,7 @@ from graders.sandbox.cleanup import (
     traversable_by_others,
 )
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
-from graders.sandbox.runtime import publish_folder
+from graders.sandbox.runtime import open_to_others, publish_folder
 
 #: The default sandbox user names a pool: ``serving-sandbox-1`` to ``-MAX_POOL_USERS``.
 MAX_POOL_USERS = 64
@@ -145,9 +145,7 @@ def claim_sandbox_user(name: str = DEFAULT_SANDBOX_USER, *,
         raise SandboxError(f"no free sandbox user among {name}-1 to {name}-{MAX_POOL_USERS}: "
                            f"other gradings hold them all (locks in {_lock_folder()}); "
                            "wait for some to finish")
-    claim = _inherited_claim(name) or _try_claim(name)
-    if claim is None and waiting is not None:
-        claim = lock_file(_lock_folder() / f"{name}.lock", waiting=waiting)
+    claim = _inherited_claim(name) or _try_claim(name, waiting)
     if claim is None:
         raise SandboxError(f"sandbox user {name!r} is in use by another grading (it holds "
                            f"{_lock_folder() / (name + '.lock')}); wait for it to finish, "
@@ -184,13 +182,13 @@ def _lock_folder() -> Path:
     return folder
 
 
-def _try_claim(name: str) -> SandboxClaim | None:
-    """A claim on sandbox user ``name``, or None if another process holds it."""
-    return lock_file(_lock_folder() / f"{name}.lock", name=name)
+def _try_claim(name: str, waiting: str | None = None) -> SandboxClaim | None:
+    """A claim on sandbox user ``name``, or None if another process holds it (see
+    :func:`lock_file` for ``waiting``)."""
+    return lock_file(_lock_folder() / f"{name}.lock", waiting=waiting)
 
 
-def lock_file(path: Path, *, name: str | None = None, waiting: str | None = None
-              ) -> SandboxClaim | None:
+def lock_file(path: Path, *, waiting: str | None = None) -> SandboxClaim | None:
     """This process's ``flock`` on ``path`` (made if missing): None if another process
     holds it, or, given ``waiting``, that line on stderr and the lock once it is free."""
     import fcntl  # POSIX-only, so imported here: this module imports anywhere
@@ -208,7 +206,7 @@ def lock_file(path: Path, *, name: str | None = None, waiting: str | None = None
     except BaseException:
         os.close(fd)
         raise
-    return SandboxClaim(name or path.stem, fd)
+    return SandboxClaim(path.stem, fd)
 
 
 def lock_inheritance(name: str, fd: int) -> dict[str, str]:
@@ -348,23 +346,18 @@ def _cached_copy(executable: Path, stdlib: Path, library: Path | None) -> tuple[
     folder = cache / name
     if _complete_copy(folder):
         return folder, False
-    _remove_abandoned(cache, f".{name}.")
+    with contextlib.suppress(OSError):  # staging folders whose builder died mid-way
+        for entry in cache.iterdir():
+            pid, dot, _ = entry.name.removeprefix(f".{name}.").partition(".")
+            if entry.name.startswith(f".{name}.") and dot and pid.isdigit() \
+                    and not process_alive(int(pid)):
+                remove_tree(entry)
     if os.path.lexists(folder):  # unfinished or broken: ours to replace (no one else writes here)
         report_problems(remove_tree(folder), what="replacing a broken interpreter copy")
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.{os.getpid()}.", dir=cache))
     _build_copy(executable, stdlib, library, staging)
     published = publish_folder(staging, folder, _complete_copy)
     return published, published != folder
-
-
-def _remove_abandoned(cache: Path, prefix: str) -> None:
-    """Remove staging folders of interpreter copies whose builder died mid-way."""
-    with contextlib.suppress(OSError):
-        for entry in cache.iterdir():
-            pid, dot, _ = entry.name.removeprefix(prefix).partition(".")
-            if entry.name.startswith(prefix) and dot and pid.isdigit() \
-                    and not process_alive(int(pid)):
-                remove_tree(entry)
 
 
 def _build_copy(executable: Path, stdlib: Path, library: Path | None, staging: Path) -> Path:
@@ -381,7 +374,7 @@ def _build_copy(executable: Path, stdlib: Path, library: Path | None, staging: P
         shutil.copytree(stdlib, staging / "lib" / stdlib.name,
                         ignore=shutil.ignore_patterns(*_STDLIB_SKIP, "config-*"),
                         symlinks=True)
-        _open_to_others(staging)
+        open_to_others(staging)
         (staging / ".complete").write_text("complete\n", encoding="utf-8")
     except OSError as error:
         remove_tree(staging)
@@ -393,13 +386,6 @@ def _build_copy(executable: Path, stdlib: Path, library: Path | None, staging: P
 def _complete_copy(folder: Path) -> bool:
     """An interpreter copy this user finished building."""
     return (folder / ".complete").is_file() and folder.lstat().st_uid == os.geteuid()
-
-
-def _open_to_others(root: Path) -> None:
-    """Make a folder tree readable (and its folders and programs runnable) by everyone."""
-    for path in [root, *root.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() or path.stat().st_mode & stat.S_IXUSR else 0o644)
 
 
 def close_to_others(paths: Iterable[Path], *, sandbox_gid: int | None = None

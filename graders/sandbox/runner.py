@@ -229,8 +229,7 @@ class StudentRunner:
              kwargs: Mapping[str, Any] | None = None,
              fields: Sequence[str] | None = None) -> CallOutcome:
         """Call ``function`` in the worker: its result as plain data, its time charged."""
-        refusal = self._refusal(function)
-        if refusal is not None:
+        if (refusal := self._refusal(function)) is not None:
             return refusal
         self.calls += 1
         with self.budget.charged():
@@ -284,8 +283,10 @@ class StudentRunner:
                     pipelining = False
                     yield self.call(request.function, request.args, request.kwargs,
                                     request.fields)
-        finally:
-            self._drop_pipeline(pending, calls)
+        finally:  # discard the replies a caller that stopped early left: the worker is idle
+            with contextlib.suppress(WorkerGone):
+                for ident, _, position in pending:
+                    self._answer(calls[position].function, ident)
 
     def _pipelined_send(self, request: CallRequest, *, idle: bool
                         ) -> tuple[int, int] | Literal["wait"] | None:
@@ -309,8 +310,7 @@ class StudentRunner:
 
     def _pipelined_outcome(self, request: CallRequest, ident: int) -> CallOutcome:
         """The outcome of a request :meth:`_pipelined_send` wrote, as :meth:`call` gives it."""
-        refusal = self._refusal(request.function)
-        if refusal is not None:  # spent while earlier replies were awaited: not counted
+        if (refusal := self._refusal(request.function)) is not None:  # spent meanwhile: not counted
             self._stop()
             return refusal
         try:
@@ -318,13 +318,6 @@ class StudentRunner:
         except WorkerGone as gone:
             return CallOutcome(gone.status, message=gone.message)
         return self._outcome(request.function, reply)
-
-    def _drop_pipeline(self, pending: collections.deque[tuple[int, int, int]],
-                       calls: Sequence[CallRequest]) -> None:
-        """Discard the replies a caller that stopped early left: the worker is idle again."""
-        with contextlib.suppress(WorkerGone):
-            for ident, _, position in pending:
-                self._answer(calls[position].function, ident)
 
     def _answer(self, function: str, ident: int) -> dict[str, Any]:
         """The reply to the pipelined request ``ident``, its wait charged to the budget."""

@@ -4,7 +4,6 @@ built once and reused."""
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -19,7 +18,8 @@ from pathlib import Path
 
 from graders.errors import GraderError
 from graders.sandbox import platforms as platform_support
-from graders.sandbox.cleanup import cache_folder, remove_tree
+from graders.sandbox.cleanup import cache_folder as cache_folder  # reality.store's too
+from graders.sandbox.cleanup import remove_tree
 from graders.units import build_definitions_cache
 from graders.versions import distribution_closure
 
@@ -71,17 +71,6 @@ def _pint_package() -> Path:
     return Path(spec.origin).parent
 
 
-def _runtime_key() -> str:
-    """Changes when Python, the worker script, this recipe or the packages beside pint change."""
-    packages = _pint_package().parent
-    digest = hashlib.sha256()
-    digest.update(sys.version.encode())
-    for source in (WORKER_SCRIPT, FILTER_MODULE, LANDLOCK_MODULE, Path(__file__)):
-        digest.update(source.read_bytes())  # this file: how the folder is built
-    digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
-    return digest.hexdigest()[:20]
-
-
 def _manifest(folder: Path) -> str:
     """One line per file below ``folder``: its relative path and SHA-256."""
     lines = []
@@ -92,7 +81,7 @@ def _manifest(folder: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _is_trusted(folder: Path) -> bool:
+def is_trusted(folder: Path) -> bool:
     """A complete folder owned by this user whose files match its manifest: an
     unconfined worker cannot leave a tampered one for later gradings."""
     try:
@@ -105,8 +94,14 @@ def _is_trusted(folder: Path) -> bool:
 
 
 def cached_runtime(private_parent: Path) -> Path:
-    """The runtime folder for this Python and these packages (:func:`cached_folder`)."""
-    return cached_folder("runtime", _runtime_key(), prepare_runtime, private_parent)
+    """The runtime folder for this Python and these packages (:func:`cached_folder`), keyed
+    by Python, the worker script, this recipe (this file) and the packages beside pint."""
+    packages = _pint_package().parent
+    digest = hashlib.sha256(sys.version.encode())
+    for source in (WORKER_SCRIPT, FILTER_MODULE, LANDLOCK_MODULE, Path(__file__)):
+        digest.update(source.read_bytes())
+    digest.update(f"{packages}:{packages.stat().st_mtime_ns}".encode())
+    return cached_folder("runtime", digest.hexdigest()[:20], prepare_runtime, private_parent)
 
 
 def worker_definitions(runtime: Path, private_parent: Path) -> Path:
@@ -135,43 +130,32 @@ def cached_folder(kind: str, key: str, build: Callable[[Path], object],
     """A folder ``build`` fills, built aside and renamed into the cache folder under ``kind``
     and ``key``, reused while trusted; else a private one in ``private_parent``, for this run."""
     shared = cache_folder() or private_parent  # one place whatever TMPDIR is (cleanup.py)
-    folder = _cached_path(shared, kind, key)
-    if _is_trusted(folder):
+    folder = cached_path(shared, kind, key)
+    if is_trusted(folder):
         return folder
     if os.path.lexists(folder):  # tampered or foreign: build a private one for this run
         folder = private_parent / kind
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         build(staging)
-        for path in [staging, *staging.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
+        open_to_others(staging)
         (staging / COMPLETE_MARKER).write_text(_manifest(staging), encoding="utf-8")
     except BaseException:
         remove_tree(staging)
         raise
-    return publish_folder(staging, folder, _is_trusted)
+    return publish_folder(staging, folder, is_trusted)
 
 
-def _cached_path(shared: Path, kind: str, key: str) -> Path:
+def cached_path(shared: Path, kind: str, key: str) -> Path:
     uid = platform_support.effective_uid()
     return shared / f"serving-grader-{kind}-{'' if uid is None else uid}-{key}"
 
 
-def trusted_cached_folder(kind: str, key: str) -> Path | None:
-    """The trusted shared folder of ``kind`` and ``key``, if there; builds nothing."""
-    shared = cache_folder()
-    folder = _cached_path(shared, kind, key) if shared is not None else None
-    return folder if folder is not None and _is_trusted(folder) else None
-
-
-def trusted_cached_folders(kind: str, key_prefix: str) -> list[Path]:
-    """Every trusted shared folder of ``kind`` whose key starts with ``key_prefix``."""
-    shared = cache_folder()
-    if shared is None:
-        return []
-    pattern = _cached_path(shared, kind, key_prefix).name
-    return sorted(folder for folder in shared.glob(glob.escape(pattern) + "*")
-                  if _is_trusted(folder))
+def open_to_others(root: Path) -> None:
+    """Make a folder tree readable (and its folders and programs runnable) by everyone."""
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() or path.stat().st_mode & stat.S_IXUSR else 0o644)
 
 
 def publish_folder(staging: Path, folder: Path, trusted: Callable[[Path], bool]) -> Path:

@@ -148,8 +148,9 @@ def plain(value: Any, depth: int, budget: Budget) -> Any:
         return int.__int__(value)
     if isinstance(value, float):
         return float.__float__(value)
-    if _exact_number(kind):  # a Decimal or Fraction: its value as a float
-        return float(value)
+    if any(kind is getattr(sys.modules.get(module), name, None)  # an imported Decimal or
+           for module, name in (("decimal", "Decimal"), ("fractions", "Fraction"))):
+        return float(value)  # Fraction: its value as a float
     if getattr(kind, "__module__", "") == "numpy" and hasattr(value, "item"):
         try:
             item = value.item()
@@ -166,12 +167,6 @@ def plain(value: Any, depth: int, budget: Budget) -> Any:
             out.append(plain(item, depth + 1, budget))
         return out
     return {"$unsupported": str(getattr(kind, "__qualname__", "object"))[:80]}
-
-
-def _exact_number(kind: type) -> bool:
-    """Whether ``kind`` is an imported decimal.Decimal or fractions.Fraction."""
-    return any(kind is getattr(sys.modules.get(module), name, None)
-               for module, name in (("decimal", "Decimal"), ("fractions", "Fraction")))
 
 
 def bounded_text(text: str) -> str:
@@ -304,20 +299,6 @@ def send(replies: TextIO, reply: dict[str, Any]) -> None:
     replies.flush()
 
 
-def serve_forever(module: types.ModuleType, requests: TextIO, replies: TextIO) -> None:
-    """Answer requests until the grader closes the pipe."""
-    for line in requests:
-        try:
-            request = json.loads(line)
-        except ValueError:
-            return
-        try:
-            reply = answer(module, request)
-        except BaseException as error:  # the submission's exception fails this call only
-            reply = {"id": request.get("id"), "ok": False, "error": describe(error)}
-        send(replies, reply)
-
-
 def main() -> None:
     """Move the protocol off fds 0/1 (1 becomes 2, the output), limit, confine, import, serve."""
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -351,7 +332,16 @@ def main() -> None:
             unit_registry()
             pint_loaded = True
     send(replies, {"ready": True, "pint": pint_loaded, "rlimits": limited})
-    serve_forever(module, requests, replies)
+    for text in requests:  # until the grader closes the pipe
+        try:
+            request = json.loads(text)
+        except ValueError:
+            return
+        try:
+            reply = answer(module, request)
+        except BaseException as error:  # the submission's exception fails this call only
+            reply = {"id": request.get("id"), "ok": False, "error": describe(error)}
+        send(replies, reply)
 
 
 if __name__ == "__main__":

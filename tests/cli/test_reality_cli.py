@@ -11,7 +11,7 @@ import pytest
 from helpers import CORPUS, REPO, graders
 
 from graders.reality import store
-from graders.sandbox.runtime import trusted_cached_folder
+from graders.reality.store import trusted_cached_folder
 from graders.trackfiles.tracks import load_track
 
 GUIDE = REPO / "docs" / "instructor-guide.md"

@@ -32,6 +32,7 @@ from helpers import (
     kill_marked,
 )
 
+from graders.regrade.command import needs_linux
 from graders.sandbox import platforms as platform_support
 from graders.sandbox import syscall_filter
 from graders.sandbox.confinement import protections_for
@@ -129,7 +130,7 @@ def test_without_proc_the_portable_path_is_chosen_and_says_why(portable: None) -
 
 
 def test_regrade_says_in_one_line_that_it_needs_linux(portable: None) -> None:
-    message = platform_support.needs_linux("regrade")
+    message = needs_linux("regrade")
     assert message is not None
     assert "\n" not in message
     assert message.startswith("graders regrade needs Linux")

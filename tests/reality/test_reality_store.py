@@ -124,7 +124,7 @@ def test_editing_one_track_rebuilds_only_that_tracks_curves(
     assert not old_iphone_file.parent.exists()  # the stale version's folder is removed
     new_iphone_file = store.cached_file(edited[0])
     assert new_iphone_file is not None
-    assert runtime.trusted_cached_folders(store.CACHE_KIND, "iphone-") == \
+    assert store.trusted_cached_folders(store.CACHE_KIND, "iphone-") == \
         [new_iphone_file.parent]
     assert store.missing_reasons(edited, again) == {}
 
