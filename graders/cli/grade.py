@@ -38,7 +38,7 @@ from graders.errors import (
 )
 from graders.escaping import escape_controls
 from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
-from graders.plugin.submission import locate_submission
+from graders.plugin.submission import locate_submission, read_submission
 from graders.results.classroom import classroom_results, github_output_line, preview_notice
 from graders.results.files import (
     OutputPathError,
@@ -59,7 +59,6 @@ from graders.results.reports import (
 )
 from graders.sandbox.confinement import start_probe
 from graders.sandbox.interrupts import Interruption, interruptible
-from graders.sandbox.submission import read_submission
 
 #: pytest exit codes after which grading completed, whatever the score.
 COMPLETED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)

@@ -36,7 +36,7 @@ from graders.grading.unseen import (
     unseen_refusal,
 )
 from graders.plugin.settings import Settings
-from graders.plugin.submission import locate_submission
+from graders.plugin.submission import locate_submission, read_submission
 from graders.results.classroom import classroom_results
 from graders.results.essentials import essentials_html
 from graders.results.files import Reservation
@@ -61,7 +61,6 @@ from graders.sandbox.privileges import (
 )
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
 from graders.sandbox.seats import Seat, claim_seat, seated
-from graders.sandbox.submission import read_submission
 from graders.units import registry
 from graders.versions import grading_versions
 

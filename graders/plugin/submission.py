@@ -1,11 +1,12 @@
 """Which file of what a student submitted is graded: ``serving.py`` itself, the one a
 folder holds, or the one its subfolders hold (students often zip a folder); what
-``--student``, ``graders grade`` and the regrade roster name. It is read, as a regular
-file only, by :func:`graders.sandbox.submission.read_submission`."""
+``--student``, ``graders grade`` and the regrade roster name; and how it is read (a
+regular file only, never a link, within a size cap)."""
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from graders.sandbox.submission import SUBMISSION_NAME
 SKIPPED_FOLDERS = ("__MACOSX",)
 #: How deep below a submission folder a nested ``serving.py`` is looked for.
 SEARCH_DEPTH = 3
+#: The largest ``serving.py`` accepted, in bytes.
+MAX_SUBMISSION_BYTES = 1_000_000
 
 
 def locate_submission(path: str | os.PathLike[str]) -> Path:
@@ -93,3 +96,24 @@ def _nested(folder: Path) -> Path:
     meant = f"{not_python(str(others[0].relative_to(folder)))}; " if others else ""
     raise SubmissionError(f"{SUBMISSION_NAME} not found in submission folder {str(folder)!r} "
                           f"or its subfolders ({what}); {meant}{SUBMIT_ONE}")
+
+
+def read_submission(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file (not a link) within the size cap."""
+    try:
+        info = path.lstat()
+    except OSError as error:
+        raise SubmissionError(f"cannot read submission {str(path)!r}: {error.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise SubmissionError(f"submission {str(path)!r} is a symbolic link; submit "
+                              "serving.py itself")
+    if not stat.S_ISREG(info.st_mode):
+        raise SubmissionError(f"submission {str(path)!r} is not a regular file")
+    if info.st_size > MAX_SUBMISSION_BYTES:
+        raise SubmissionError(f"submission {str(path)!r} is {info.st_size} bytes; the limit "
+                              f"is {MAX_SUBMISSION_BYTES} bytes")
+    with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as handle:
+        data = handle.read(MAX_SUBMISSION_BYTES + 1)
+    if len(data) > MAX_SUBMISSION_BYTES:
+        raise SubmissionError(f"submission {str(path)!r} grew past the size limit while read")
+    return data

@@ -44,6 +44,7 @@ from graders.plugin.settings import (
     grade_flag,
     read_secret,
 )
+from graders.plugin.submission import read_submission
 from graders.regrade.changes import (
     CHANGES_NAME,
     RUN_NAME,
@@ -98,7 +99,6 @@ from graders.sandbox.platforms import capabilities, running_as_root
 from graders.sandbox.privileges import close_to_others
 from graders.sandbox.runner import Limits
 from graders.sandbox.seats import SEATS, seated
-from graders.sandbox.submission import read_submission
 
 #: Seconds one submission may take in all: the runner's bound on a submission that hangs
 #: everywhere, plus a generous allowance for the rest of its grading on a busy machine.

@@ -25,6 +25,7 @@ from typing import Any
 
 import graders
 from graders.errors import BELOW_FAIL_UNDER_EXIT, SubmissionError
+from graders.plugin.submission import read_submission
 from graders.regrade.roster import ClassSubmission, submission_file, visible_name
 from graders.regrade.server import GradingProcess
 from graders.regrade.slots import Slot
@@ -39,7 +40,7 @@ from graders.results.reports import (
 )
 from graders.sandbox.privileges import LOCK_VARIABLE
 from graders.sandbox.seats import SEATS, clear_seat, seat_of
-from graders.sandbox.submission import SUBMISSION_NAME, read_submission
+from graders.sandbox.submission import SUBMISSION_NAME
 
 LOG_NAME = "grade.log"
 #: Each student's HTML feedback page, written with ``graders regrade --pages``.

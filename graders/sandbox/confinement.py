@@ -152,20 +152,13 @@ def _confinement(sandbox: SandboxUser | None) -> tuple[Protections, modes.Mode]:
 ANY_SANDBOX_ID = 65534
 
 
-def without_namespaces(as_root: bool) -> bool:
-    """Whether workers started here run without namespaces (a Landlock row): then each
-    grading takes a seat (graders.sandbox.seats)."""
-    return _protections_here(as_root).mode in (modes.ROOT_NO_BUBBLEWRAP.name,
-                                               modes.USER_REFUSED.name)
-
-
 def confinement_gap(as_root: bool) -> str | None:
     """None when workers started here are confined, else why not (as root, for any user)."""
-    protections = _protections_here(as_root)
-    return None if protections.confined else protections.description
+    return None if (protections := protections_here(as_root)).confined \
+        else protections.description
 
 
-def _protections_here(as_root: bool) -> Protections:
+def protections_here(as_root: bool) -> Protections:
     """The protections a worker started here gets (as root, whichever its user)."""
     return protections_for(SandboxUser("any", ANY_SANDBOX_ID, ANY_SANDBOX_ID) if as_root
                            else None)

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from graders.sandbox.box_mount import unmount_box
 from graders.sandbox.cleanup import cache_folder, kill_marked, remove_tree, report_problems
-from graders.sandbox.confinement import without_namespaces
+from graders.sandbox.confinement import protections_here
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER
+from graders.sandbox.modes import ROOT_NO_BUBBLEWRAP, USER_REFUSED
 from graders.sandbox.platforms import running_as_root
 from graders.sandbox.privileges import SandboxClaim, SandboxUser, claim_sandbox_user, lock_file
 
@@ -31,10 +32,9 @@ SEATS = 8
 
 @dataclass
 class Seat:
-    """A seat held by this grading: its number, its lock, its box and, as root, its user
-    (None: the worker runs as this user)."""
+    """A seat held by this grading: its lock, its box and, as root, its user (None: the
+    worker runs as this user)."""
 
-    number: int
     claim: SandboxClaim
     box: Path
     user: SandboxUser | None = None
@@ -48,7 +48,8 @@ class Seat:
 
 def seated() -> bool:
     """Whether gradings here take seats: their workers run without namespaces."""
-    return sys.platform.startswith("linux") and without_namespaces(running_as_root())
+    return sys.platform.startswith("linux") and protections_here(running_as_root()).mode in (
+        ROOT_NO_BUBBLEWRAP.name, USER_REFUSED.name)
 
 
 def seat_of(submission: bytes) -> int:
@@ -74,15 +75,14 @@ def claim_seat(submission: bytes, sandbox_user: str = DEFAULT_SANDBOX_USER, *,
     claim = lock_file(seats / f"seat-{number}.lock", waiting=waiting)
     if claim is None:
         return None
-    seat = Seat(number, claim, seats / "unset")
+    # seat-N-TOKEN, its token drawn once and kept: a worker knows its own seat's folder,
+    # and can name no other's (to stat it, or reach a socket file in it)
+    found = sorted(seats.glob(f"seat-{number}-*"))
+    seat = Seat(claim, (found[0] if found else seats / f"seat-{number}-{secrets.token_hex(16)}")
+                / "box")
     try:
-        # seat-N-TOKEN, its token drawn once and kept: a worker knows its own seat's
-        # folder, and can name no other's (to stat it, or reach a socket file in it)
-        found = sorted(seats.glob(f"seat-{number}-*"))
-        place = found[0] if found else seats / f"seat-{number}-{secrets.token_hex(16)}"
-        place.mkdir(mode=mode, exist_ok=True)
-        place.chmod(mode)
-        seat.box = place / "box"
+        seat.box.parent.mkdir(mode=mode, exist_ok=True)
+        seat.box.parent.chmod(mode)
         if running_as_root():  # a named user is refused while another grading holds it
             seat.user = claim_sandbox_user(f"{DEFAULT_SANDBOX_USER}-{number}", waiting=waiting) \
                 if sandbox_user == DEFAULT_SANDBOX_USER else claim_sandbox_user(sandbox_user)

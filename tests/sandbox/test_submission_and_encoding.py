@@ -12,14 +12,8 @@ from typing import Any
 import pytest
 
 from graders.errors import GraderError, SubmissionError
-from graders.plugin.submission import locate_submission
-from graders.sandbox.submission import (
-    MAX_SUBMISSION_BYTES,
-    ONLY_SERVING_PY,
-    SUBMISSION_NAME,
-    import_error_message,
-    read_submission,
-)
+from graders.plugin.submission import MAX_SUBMISSION_BYTES, locate_submission, read_submission
+from graders.sandbox.submission import ONLY_SERVING_PY, SUBMISSION_NAME, import_error_message
 from graders.sandbox.wire import encode_argument
 from reference.units import ureg
 
