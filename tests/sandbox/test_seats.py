@@ -9,6 +9,7 @@ holder at a time, a waiting grading told so, and a killed holder's leftovers rem
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -40,6 +41,18 @@ def seat_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     cache.mkdir(mode=0o755)
     monkeypatch.setattr(seats, "cache_folder", lambda: cache)
     return cache
+
+
+@contextlib.contextmanager
+def sleeping_in(folder: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A process left in ``folder`` (as a killed grading's worker), killed after if alive."""
+    process = subprocess.Popen(["sleep", "60"], cwd=folder, start_new_session=True)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def claim_in_thread(submission: bytes) -> tuple[threading.Thread, list[Seat | None]]:
@@ -131,18 +144,13 @@ def test_taking_a_seat_removes_what_a_killed_holder_left(seat_cache: Path) -> No
     box = first.box
     box.mkdir()
     (box / "planted.txt").write_text("left by a killed grading")
-    left = subprocess.Popen(["sleep", "60"], cwd=box, start_new_session=True)
-    try:
+    with sleeping_in(box) as left:
         seat = claim_seat(source)
         assert seat is not None
         seat.release()
         left.wait(timeout=10)  # killed by the claim
         assert not process_alive(left.pid)
         assert not box.exists()
-    finally:
-        if left.poll() is None:
-            left.kill()
-            left.wait()
 
 
 def test_clearing_a_seat_removes_leftovers_only_when_no_grading_holds_it(
@@ -153,20 +161,17 @@ def test_clearing_a_seat_removes_leftovers_only_when_no_grading_holds_it(
     assert held is not None
     held.box.mkdir()
     (held.box / "serving.py").write_bytes(source)
-    running = subprocess.Popen(["sleep", "60"], cwd=held.box, start_new_session=True)
     try:
-        clear_seat(source)  # the holder's worker is left alone
-        assert running.poll() is None
-        assert (held.box / "serving.py").exists()
-        held.release()  # as when its grading is killed: the lock goes, the worker stays
-        clear_seat(source)
-        running.wait(timeout=10)
-        assert not held.box.exists()
+        with sleeping_in(held.box) as running:
+            clear_seat(source)  # the holder's worker is left alone
+            assert running.poll() is None
+            assert (held.box / "serving.py").exists()
+            held.release()  # as when its grading is killed: the lock goes, the worker stays
+            clear_seat(source)
+            running.wait(timeout=10)
+            assert not held.box.exists()
     finally:
         held.release()
-        if running.poll() is None:
-            running.kill()
-            running.wait()
 
 
 def test_where_workers_have_namespaces_clearing_takes_no_seat(
