@@ -8,6 +8,8 @@ its file, so a golden file never grades against inputs it was not built from.
 
 from __future__ import annotations
 
+import functools
+import gzip
 import hashlib
 import json
 import math
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from graders.errors import GoldenError
 from graders.grading.cases import Case
+from graders.grading.probes import PROBE_MARK
 from graders.sandbox.wire import FLOAT, NAMESPACE, TUPLE, encode_argument
 
 if TYPE_CHECKING:
@@ -27,6 +30,10 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 #: The golden file's name in a student bundle, beside ``graders/`` and ``tracks/``.
 GOLDEN_NAME = "golden.json"
+#: Beside it, the expected values at the diagnosis's experiments (the probes of every
+#: visible case, :func:`graders.grading.probes.probe_cases`): read only when a visible
+#: case fails, and tied to the golden file by the digest of its cases.
+PROBES_NAME = "golden-probes.json.gz"
 
 
 def fingerprint(case: Case) -> str:
@@ -102,6 +109,41 @@ def build_golden(tracks: Iterable[Track], cases: Iterable[Case], expected: Any, 
                    for track in tracks},
         "cases": entries,
     }
+
+
+def cases_digest(inputs: Mapping[str, str]) -> str:
+    """A digest of a golden file's cases: each key with its inputs' fingerprint."""
+    lines = "".join(f"{key}\t{inputs[key]}\n" for key in sorted(inputs))
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+def build_probes(golden: Mapping[str, Any], cases: Iterable[Case], expected: Any,
+                 withheld: Iterable[Case] = ()) -> bytes:
+    """The probes file for ``golden`` (a :func:`build_golden` document): the expected value
+    at each probe of each of ``cases`` (its visible cases) that ``expected`` computes, as
+    gzipped JSON. A probe outside the lab's domain (the reference raises) is left out: the
+    diagnosis then has no value there, as an official grading has none. So is one at the
+    inputs of a case of ``withheld`` (the hidden tests'), whose answer the bundle never
+    tells."""
+    from graders.grading.probes import probe_cases  # the probes' inputs, only when built
+
+    hidden = {fingerprint(case) for case in withheld}
+    values: dict[str, Any] = {}
+    for case in cases:
+        for probe in probe_cases(case, expected(case)):
+            if probe.key in values or fingerprint(probe) in hidden:
+                continue
+            try:
+                value = expected(probe)
+            except (ValueError, TypeError, ArithmeticError):
+                continue
+            values[probe.key] = to_json_data(value)
+    document = {"schema_version": SCHEMA_VERSION,
+                "cases_sha256": cases_digest({key: entry["inputs"]
+                                              for key, entry in golden["cases"].items()}),
+                "expected": values}
+    text = json.dumps(document, separators=(",", ":"), allow_nan=False, sort_keys=True)
+    return gzip.compress(text.encode("utf-8"), mtime=0)
 
 
 @dataclass(frozen=True)
@@ -181,6 +223,8 @@ class GoldenOracle:
     def expected(self, case: Case) -> Any:
         """The golden value of ``case``; raises GoldenError if it is absent or stale."""
         entry = self.entries.get(case.key)
+        if entry is None and PROBE_MARK in case.case_id:
+            return self._probe_expected(case)
         if entry is None:
             raise GoldenError(f"{self.path.name} has no value for case {case.key}; the bundle "
                               "carries the visible cases only")
@@ -188,3 +232,24 @@ class GoldenOracle:
             raise GoldenError(f"case {case.key} has other inputs than {self.path.name} was "
                               "built from; rebuild it with 'graders export student'")
         return entry.expected
+
+    def _probe_expected(self, case: Case) -> Any:
+        """The expected value at a diagnosis probe, from the probes file."""
+        if case.key not in self.probe_values:
+            raise GoldenError(f"{PROBES_NAME} has no value for probe {case.key}")
+        return self.probe_values[case.key]
+
+    @functools.cached_property
+    def probe_values(self) -> Mapping[str, Any]:
+        """The probes file's values, read once, when the first probe is asked; none when the
+        file is absent or was not built with this golden file's cases."""
+        path = self.path.with_name(PROBES_NAME)
+        try:
+            document = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+        except (OSError, EOFError, ValueError):
+            return {}
+        digest = cases_digest({key: entry.inputs for key, entry in self.entries.items()})
+        if not isinstance(document, dict) or document.get("cases_sha256") != digest or \
+                not isinstance(document.get("expected"), dict):
+            return {}
+        return {key: from_json_data(value) for key, value in document["expected"].items()}

@@ -27,7 +27,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from graders.errors import GraderError
-from graders.expected.golden import GOLDEN_NAME, build_golden
+from graders.expected.golden import GOLDEN_NAME, PROBES_NAME, build_golden, build_probes
+from graders.grading.cases import Case
 from graders.grading.scoring import GraderMark, decimal_text, scaled_maxima
 from graders.plugin.settings import read_secret
 from graders.reality.store import REALITY_NAME
@@ -234,6 +235,8 @@ def export_student(target: Path, *, max_score: Fraction = Fraction(100),
     tracks = load_tracks(root / "tracks")
     cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
     golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=float(share))
+    probes = build_probes(golden, visible_cases(tracks), ReferenceOracle().expected,
+                          hidden_cases())
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".student-", dir=target.parent))
     staging.chmod(0o755)
@@ -260,12 +263,22 @@ def export_student(target: Path, *, max_score: Fraction = Fraction(100),
             destination.parent.mkdir(parents=True, exist_ok=True)
             destination.write_text(text, encoding="utf-8")
             written.append(name)
+        (staging / "graders" / PROBES_NAME).write_bytes(probes)
+        written.append(f"graders/{PROBES_NAME}")
         if target.exists():
             target.rmdir()
         staging.replace(target)
     finally:
         remove_tree(staging)
     return sorted(written)
+
+
+def hidden_cases() -> list[Case]:
+    """The cases of the hidden tests (their module's ``*_cases`` functions)."""
+    from graders.suite import test_hidden_cases
+
+    return [case for name, make in vars(test_hidden_cases).items()
+            if name.endswith("_cases") and callable(make) for case in make()]
 
 
 def _reality_text(root: Path) -> str:

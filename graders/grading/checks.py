@@ -39,6 +39,7 @@ from graders.grading.feedback_layout import (
     informative_order,
     more_cases_line,
 )
+from graders.grading.function_diagnosis import FunctionDiagnosis
 from graders.sandbox.runner import CallOutcome, CallRequest, StudentRunner
 from graders.sandbox.wire import MAPPING, TUPLE, encode_argument
 
@@ -334,6 +335,10 @@ class CaseSource(Protocol):
 
     def confirmation(self, function: str) -> tuple[Fraction, str | None]: ...
 
+    def diagnosis(self, function: str) -> FunctionDiagnosis | None:
+        """The diagnosis of ``function`` across its visible cases (None: a hidden test's
+        cases, which are diagnosed one at a time)."""
+
 
 class Grading:
     """Runs one test's cases against the student and keeps its :class:`Tally`.
@@ -365,6 +370,7 @@ class Grading:
         trivial_passes = 0
         functions: set[str] = set()
         failed: list[tuple[str, str, str, list[Difference], Diagnosis]] = []
+        callee_only = True  # every failed case follows from a function it calls
         for case in cases:
             functions.add(case.function)
             expected = self._source.expected(case)
@@ -376,7 +382,8 @@ class Grading:
                 self.tally.record(ok)
                 if failure is not None:
                     failed.append(failure)
-        if failed:  # asks the functions it depends on only when something failed
+                    callee_only = callee_only and self._follows_callee(case)
+        if failed and callee_only:  # asks the functions it depends on only then
             causes = [root_cause(function, lambda f: self._source.evidence(f).wrong,
                                  lambda f: self._source.evidence(f).not_implemented)
                       for function in sorted(functions)]
@@ -416,6 +423,22 @@ class Grading:
             raise GradingFailure(self.feedback(), self.summary(), self._feedback(full=True),
                                  None if self._hidden else self.parts())
 
+    def _diagnosis_of(self, function: str) -> FunctionDiagnosis | None:
+        return None if self._hidden else self._source.diagnosis(function)
+
+    def _case_diagnosis(self, case: Case) -> Diagnosis | None:
+        """A failed visible case's causes, from its function's diagnosis."""
+        diagnosis = self._diagnosis_of(case.function)
+        return None if diagnosis is None else diagnosis.cases.get(case.key)
+
+    def _follows_callee(self, case: Case) -> bool:
+        """Whether every wrong value of a failed ``case`` follows from a function its
+        function calls (a hidden case: whenever such a function is wrong, as before its
+        diagnosis could tell)."""
+        diagnosis = self._diagnosis_of(case.function)
+        return diagnosis is None or case.key not in diagnosis.cases or \
+            case.key in diagnosis.callee_only
+
     def _confirm(self, functions: set[str]) -> None:
         """Scale a visible test by what its functions' unseen inputs confirm."""
         if self._hidden or not self.tally.passed:
@@ -437,9 +460,10 @@ class Grading:
             message = failed_call_message(outcome)
             self._first_problem = self._first_problem or shortened(message, MAX_REASON_CHARS)
             error = error_name(outcome.message) if outcome.status == "raised" else ""
-            diagnosis = Diagnosis(error_hint=error_hint(case.function, error),
-                                  knock_on=error_knock_on(case.function, error,
-                                                          callees(case.function)))
+            found = self._case_diagnosis(case)
+            diagnosis = found if found is not None else Diagnosis(
+                error_hint=error_hint(case.function, error),
+                knock_on=error_knock_on(case.function, error, callees(case.function)))
             return False, (heading, message, case.function, [], diagnosis)
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
@@ -449,8 +473,10 @@ class Grading:
         self._first_problem = self._first_problem or (
             f"{first.field} expected {_short_number(first.expected)}, "
             f"got {_short_number(first.actual)}")
-        diagnosis = diagnose(case.function, case_inputs(case.function, case.args, case.kwargs),
-                             expected, outcome.value, [d.field for d in differences])
+        found = self._case_diagnosis(case)
+        diagnosis = found if found is not None else diagnose(
+            case.function, case_inputs(case.function, case.args, case.kwargs), expected,
+            outcome.value, [d.field for d in differences])
         return False, (heading, "", case.function, list(differences), diagnosis)
 
     def _keep(self, case: Case, outcome: CallOutcome, differences: Iterable[Difference],

@@ -83,3 +83,27 @@ PARAMETERS: dict[str, tuple[tuple[str, object], ...]] = {
     "serving_track_profile": (("profile", REQUIRED), ("variant", REQUIRED),
                               ("hardware", REQUIRED), ("model", REQUIRED)),
 }
+
+#: The profile's lab settings read from ``variant.defaults``: each field's key there and
+#: the lab's default when the key is absent (lab spec section 3). The diagnosis names a
+#: field left at its default; a test checks it against the reference's table.
+PROFILE_DEFAULTS: dict[str, tuple[str, object]] = {
+    "arrival_qps": ("arrival_qps", 100.0),
+    "service_ms": ("service_ms", 20.0),
+    "replicas": ("replicas", 1),
+    "slo_ms": ("slo_ms", 100.0),
+    "service_cv": ("service_cv", 1.0),
+    "batch_size": ("batch_size", 1),
+    "batch_efficiency_gain": ("batch_efficiency_gain", 1.0),
+    "context_tokens": ("context_tokens", 4096),
+    "state_kind": ("state_kind", "state/cache"),
+    "state_mb_per_request": ("state_mb_per_request", None),
+    "precision_bytes": ("precision_bytes", 2.0),
+    "kv_precision_bytes": ("kv_precision_bytes", 2.0),
+    "default_devices_per_replica": ("devices_per_replica", 1),
+    "deserialize_gbs": ("deserialize_gbs", 20.0),
+    "runtime_init_ms": ("runtime_init_ms", 800.0),
+    "warmup_ms": ("warmup_ms", 500.0),
+    "warm_pool_replicas": ("warm_pool_replicas", 0),
+    "scale_out_replicas": ("scale_out_replicas", 1),
+}

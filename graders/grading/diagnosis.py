@@ -35,6 +35,8 @@ Formula = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
 CONSISTENT = Tolerance(rel=1e-6, abs=1e-9)
 #: Functions whose infinite values mean an unstable queue.
 QUEUE_FUNCTIONS = frozenset({"erlang_c", "queueing_latency", "batching_tax"})
+#: A field's general hint restates the lab's rule: it says where to look, never the cause.
+WHERE_TO_LOOK = "where to look: "
 UNSTABLE_HINT = "the queue is unstable here (utilization >= 1): this value is infinite"
 
 
@@ -290,7 +292,7 @@ def _answered(value: Any) -> bool:
                                                     and math.isnan(value))
 
 
-def _contradicted(function: str, name: str, own: Mapping[str, Any],
+def contradicted(function: str, name: str, own: Mapping[str, Any],
                   inputs: Mapping[str, Any]) -> bool:
     """Whether the student's own values already follow the field's formula: its general
     hint (about that formula) would then be wrong."""
@@ -345,12 +347,13 @@ def _hint(function: str, name: str, inputs: Mapping[str, Any], expected: Any, go
     found = mistake_for(function, name, expected, got, inputs, mistakes)
     if found is not None:
         return found.hint
-    if own and _contradicted(function, name, own, inputs):
+    if own and contradicted(function, name, own, inputs):
         return None
     value = expected.get(name) if isinstance(expected, Mapping) else expected
     if function in QUEUE_FUNCTIONS and isinstance(value, float) and math.isinf(value):
         return UNSTABLE_HINT
-    return hint_for(function, name)
+    general = hint_for(function, name)
+    return f"{WHERE_TO_LOOK}{general}" if general else None
 
 
 def error_name(message: str) -> str:
@@ -368,7 +371,8 @@ def error_hint(function: str, error: str, mistakes: Iterable[Mistake] | None = N
     for mistake in catalogue() if mistakes is None else mistakes:
         if mistake.function == function and mistake.error == error and mistake.hint:
             return mistake.hint
-    return error_hint_for(function, error)
+    general = error_hint_for(function, error)
+    return f"{WHERE_TO_LOOK}{general}" if general else None
 
 
 def error_knock_on(function: str, error: str, callees: Sequence[str],

@@ -1,50 +1,103 @@
-"""General hints, shown beside a wrong root field (or a raised error) that no catalogued
-mistake explains (:mod:`graders.grading.diagnosis`): where the usual mistake hides, not the
-answer."""
+"""General hints: where to look, shown beside a wrong root field (or a raised error) that
+no finding explains (:mod:`graders.grading.function_diagnosis`). Each restates the
+handout's rule for the field; none says what the student did."""
 
 from __future__ import annotations
 
-#: Hints by (function, field); a ``None`` field applies to every field of the function.
+#: Where to look, by (function, field): the handout's rule for the field, shown after
+#: "where to look:" when no finding names the cause (never said as the cause). A ``None``
+#: field applies to every field of the function.
 HINTS: dict[tuple[str, str | None], str] = {
-    ("serve", "passes"): "a partly filled last pass is still a pass (round up, not down)",
-    ("serve", "total_ms"): "every pass pays the overhead once plus the marginal cost per request",
-    ("serve", "throughput_rps"): "requests per second: divide by total time in seconds",
-    ("erlang_c", "wait_probability"): "C(c, a) from the Erlang B recursion; an overloaded "
-                                      "queue (a >= c) always waits (1.0)",
-    ("erlang_c", "wait_rate_per_s"): "the rate at which the queue drains: c*mu - lambda",
-    ("queueing_latency", "utilization"): "utilization is lambda / (c * mu), with mu per second",
-    ("queueing_latency", "mean_latency_ms"): "check the variability factor max(0.1, (1+cv^2)/2)",
-    ("queueing_latency", "p50_latency_ms"): "below the 1-P quantile a request does not wait",
-    ("queueing_latency", "p95_latency_ms"): "each percentile uses its own q (0.95 here)",
-    ("queueing_latency", "p99_latency_ms"): "p99 is the q = 0.99 quantile, scaled by the "
-                                            "variability factor",
-    ("queueing_latency", "p999_latency_ms"): "p999 is the q = 0.999 quantile",
-    ("queueing_latency", "queue_wait_probability"): "an unstable queue always waits (1.0)",
-    ("queueing_latency", "stable"): "stable means utilization strictly below 1",
-    ("queueing_latency", "slo_ok"): "compare p99 (not the mean) against the SLO",
-    ("batching_tax", "formation_delay_ms"): "on average a request waits for half of the "
-                                            "other B-1 arrivals",
-    ("batching_tax", "batched_service_ms"): "8 % more per doubling of the batch, divided by "
-                                            "the efficiency gain",
-    ("batching_tax", "queue_p99_ms"): "batches, not requests, arrive at the queue (lambda/B)",
-    ("batching_tax", "total_p99_ms"): "formation + batched service + queueing tail",
-    ("transformer_state_gb", None): "keys and values: 2 * layers * hidden * tokens * bytes, "
-                                    "in decimal GB",
-    ("cache_capacity", "total_memory_gb"): "capacities are binary (GiB); results are decimal GB",
-    ("cache_capacity", "state_per_request_gb"): "the lab converts MB to GB by dividing by 1024",
-    ("cache_capacity", "max_concurrent"): "whole requests only: round down",
-    ("cold_start_latency", "exposed_first_request_ms"): "a warm pool protects a fraction "
-                                                        "warm/scale-out of first requests",
-    ("cold_start_latency", "effective_bandwidth_gbs"): "the slower of storage and interconnect",
-    ("cold_start_latency", "protected_fraction"): "warm pool over scale-out, capped at 1",
-    ("quantity_to_float", None): "convert with the quantity's own units; fall back to the "
-                                 "default when that fails",
-    ("serving_track_profile", "memory_capacity_gb"): "GiB and GB differ by 7.4 %",
-    ("serving_track_profile", "interconnect_bandwidth_gbs"): "Gbps is bits per second, "
-                                                             "GB/s is bytes",
-    ("serving_track_profile", "storage_bandwidth_gbs"): "fall back to memory bandwidth when "
-                                                        "the hardware has no storage",
-    ("serving_track_profile", "battery_wh"): "no battery is None, not 0",
+    ("serve", "passes"): "passes = ceil(n / B): a partly filled last pass is a pass",
+    ("serve", "total_ms"): "total_ms adds, for each pass, overhead_ms + (its requests) · "
+                           "marginal_ms",
+    ("serve", "throughput_rps"): "throughput_rps = n / (total_ms / 1000)",
+    ("erlang_c", "wait_probability"): "C(c, a) from the Erlang B recursion; (inf, 1.0) when "
+                                      "a >= c",
+    ("erlang_c", "wait_rate_per_s"): "wait_rate_per_s = c·mu - lambda, mu = 1000 / service_ms",
+    ("queueing_latency", "utilization"): "utilization = lambda / (c·mu), mu = 1000 / "
+                                         "service_ms per second",
+    ("queueing_latency", "mean_latency_ms"): "mean = service_ms + P / r · 1000 · v, v = "
+                                             "max(0.1, (1 + cv²)/2)",
+    ("queueing_latency", "p50_latency_ms"): "a percentile q is service_ms when q <= 1 - P, "
+                                            "else service_ms + v · -ln((1-q)/P) / r · 1000",
+    ("queueing_latency", "p95_latency_ms"): "a percentile q is service_ms when q <= 1 - P, "
+                                            "else service_ms + v · -ln((1-q)/P) / r · 1000",
+    ("queueing_latency", "p99_latency_ms"): "a percentile q is service_ms when q <= 1 - P, "
+                                            "else service_ms + v · -ln((1-q)/P) / r · 1000",
+    ("queueing_latency", "p999_latency_ms"): "a percentile q is service_ms when q <= 1 - P, "
+                                             "else service_ms + v · -ln((1-q)/P) / r · 1000",
+    ("queueing_latency", "queue_wait_probability"): "P from erlang_c; 1.0 when the queue is "
+                                                    "unstable",
+    ("queueing_latency", "stable"): "stable = utilization < 1",
+    ("queueing_latency", "slo_ok"): "slo_ok = p99 <= slo_ms",
+    ("queueing_latency", "queue_amplifier"): "queue_amplifier = p99 / service_ms",
+    ("batching_tax", "formation_delay_ms"): "formation_delay_ms = (B - 1) / (2 lambda) · 1000",
+    ("batching_tax", "batched_service_ms"): "batched_service_ms = service_ms · (1 + 0.08 · "
+                                            "log2 B) / max(1, gain)",
+    ("batching_tax", "queue_p99_ms"): "queue_p99_ms = max(0, p99 of the queue of batches "
+                                      "(lambda / B, the batched service) - batched service)",
+    ("batching_tax", "total_p99_ms"): "total_p99_ms = formation + batched service + "
+                                      "queue_p99_ms (inf when the queue is unstable)",
+    ("batching_tax", "formation_slo_pct"): "formation_slo_pct = formation / slo_ms · 100",
+    ("batching_tax", "throughput_gain"): "throughput_gain = B · service_ms / "
+                                         "batched_service_ms",
+    ("batching_tax", "effective_batch_qps"): "effective_batch_qps = lambda / B",
+    ("batching_tax", "utilization"): "utilization is the queue of batches' (lambda / B at "
+                                     "the batched service)",
+    ("transformer_state_gb", None): "2 · layers · hidden_dim · tokens · kv_bytes / 1e9; "
+                                    "None when layers or hidden_dim is missing or 0",
+    ("cache_capacity", "total_memory_gb"): "total_memory_gb = devices_per_replica · the "
+                                           "profile's memory_capacity_gb",
+    ("cache_capacity", "weight_gb"): "weight_gb = the profile's model_params_b · "
+                                     "precision_bytes",
+    ("cache_capacity", "state_per_request_gb"): "transformer_state_gb, else "
+                                                "state_mb_per_request / 1024, else "
+                                                "max(0.001, 0.1 · weight_gb)",
+    ("cache_capacity", "available_gb"): "available_gb = max(0, total - weight)",
+    ("cache_capacity", "max_concurrent"): "max_concurrent = floor(available / state), 0 "
+                                          "when the state is 0",
+    ("cache_capacity", "oom"): "oom = max_concurrent < 1",
+    ("cold_start_latency", "model_weight_gb"): "model_weight_gb = params_b · precision_bytes",
+    ("cold_start_latency", "storage_bandwidth_gbs"): "the given bandwidth, or the profile's "
+                                                     "when None or 0; at least 0.001",
+    ("cold_start_latency", "interconnect_bandwidth_gbs"): "the given bandwidth, or the "
+                                                          "profile's when None or 0; at "
+                                                          "least 0.001",
+    ("cold_start_latency", "effective_bandwidth_gbs"): "the min of storage and interconnect",
+    ("cold_start_latency", "read_ms"): "read_ms = weight / effective bandwidth · 1000",
+    ("cold_start_latency", "deserialize_ms"): "deserialize_ms = weight / deserialize_gbs · "
+                                              "1000",
+    ("cold_start_latency", "runtime_init_ms"): "the given value when not None (0 counts), "
+                                               "else the profile's",
+    ("cold_start_latency", "warmup_ms"): "the given value when not None (0 counts), else the "
+                                         "profile's",
+    ("cold_start_latency", "cold_start_ms"): "cold_start_ms = read + deserialize + init + "
+                                             "warmup",
+    ("cold_start_latency", "exposed_first_request_ms"): "exposed = the profile's service_ms "
+                                                        "+ cold_start_ms · (1 - "
+                                                        "protected_fraction)",
+    ("cold_start_latency", "protected_fraction"): "min(1, warm_pool / max(1, scale_out))",
+    ("cold_start_latency", "exceeds_slo"): "exceeds_slo = exposed > the profile's slo_ms",
+    ("quantity_to_float", None): "None gives the default; a quantity is converted to the "
+                                 "unit asked; anything else goes through float(); a "
+                                 "failure gives the default",
+    ("serving_track_profile", "memory_capacity_gb"): "the capacity converted to \"GB\", "
+                                                     "default 0",
+    ("serving_track_profile", "memory_bandwidth_gbs"): "the bandwidth converted to "
+                                                       "\"GB/s\", default 0",
+    ("serving_track_profile", "interconnect_bandwidth_gbs"): "defaults' value when the key is "
+                                                             "there, else the hardware's, in "
+                                                             "\"GB/s\"; else the memory "
+                                                             "bandwidth (1.0 without one)",
+    ("serving_track_profile", "storage_bandwidth_gbs"): "defaults' value when the key is "
+                                                        "there, else the hardware's, in "
+                                                        "\"GB/s\"; else the memory "
+                                                        "bandwidth (1.0 without one)",
+    ("serving_track_profile", "battery_wh"): "the battery in \"Wh\"; None without a battery",
+    ("serving_track_profile", "model_params_b"): "the parameters in \"param\" / 1e9",
+    ("serving_track_profile", "tdp_w"): "the TDP in \"W\", default 0",
+    ("serving_track_profile", None): "the field's rule in serving_track_profile's docstring",
 }
 
 

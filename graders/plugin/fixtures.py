@@ -11,6 +11,7 @@ import pytest
 from graders.grading.cases import Case
 from graders.grading.checks import Grading, Student
 from graders.grading.credit import FunctionEvidence
+from graders.grading.function_diagnosis import FunctionDiagnosis
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, SESSION_KEY, TALLY_KEY
 from graders.sandbox.runner import CallOutcome
@@ -39,6 +40,9 @@ class SessionCases:
 
     def evidence(self, function: str) -> FunctionEvidence:
         return self.session.evidence(function)
+
+    def diagnosis(self, function: str) -> FunctionDiagnosis | None:
+        return None if self.hidden else self.session.diagnosis(function)
 
     def confirmation(self, function: str) -> tuple[Fraction, str | None]:
         return self.session.confirmation(function)

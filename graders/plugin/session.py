@@ -6,7 +6,7 @@ import collections
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -22,7 +22,11 @@ from graders.grading.credit import (
     field_of,
     invariant_refusal,
 )
+from graders.grading.diagnosis import case_inputs
 from graders.grading.feedback_layout import FeedbackParts
+from graders.grading.finders import Observed
+from graders.grading.function_diagnosis import FunctionDiagnosis, diagnose_function
+from graders.grading.probes import probe_of
 from graders.grading.scoring import TestScore, on_grid
 from graders.grading.unseen import (
     DEFAULT_UNSEEN,
@@ -35,6 +39,7 @@ from graders.grading.unseen import (
     unseen_cases,
     unseen_refusal,
 )
+from graders.plugin.experiments import WorkerLab, answer_of, probe_answers
 from graders.plugin.settings import Settings
 from graders.plugin.submission import locate_submission, read_submission
 from graders.results.classroom import classroom_results
@@ -146,6 +151,8 @@ class GradingSession:
     #: The grading's one final result, made once at the end (:meth:`final_results`): the
     #: terminal, the exit code and every file written come from it.
     final: Mapping[str, Any] | None = None
+    #: Each function's diagnosis (:meth:`diagnosis`), made once one of its cases failed.
+    diagnoses: dict[str, FunctionDiagnosis] = field(default_factory=dict)
     #: Failures of the grader itself met while tests ran (a worker that could not start
     #: through no fault of the code, say): the final result is then a grader failure.
     failures: list[str] = field(default_factory=list)
@@ -359,6 +366,32 @@ class GradingSession:
             self.evidences[function] = evidence
         return self.evidences[function]
 
+    def diagnosis(self, function: str) -> FunctionDiagnosis:
+        """Why ``function``'s visible cases fail, read across all of them at once, with
+        experiments in the visible worker while it runs (:mod:`graders.plugin.experiments`)."""
+        if function not in self.diagnoses:
+            cases = self._visible_cases(function)
+            outcomes = list(self._visible_outcomes(cases))
+            observed = [Observed(case, case_inputs(case.function, case.args, case.kwargs),
+                                 self.expected_value(case), answer_of(outcome))
+                        for case, outcome in zip(cases, outcomes, strict=True)]
+            ask = None if self.visible_finished else self._probe
+            lab = WorkerLab(self.settings.tolerance, self.expected_value, ask)
+            try:
+                self.diagnoses[function] = diagnose_function(function, observed, lab)
+            except Exception as error:  # noqa: BLE001 - feedback only: never a score
+                # a fault of the diagnosis itself costs the student nothing: their cases
+                # get the hints one case at a time, and the staff get the fault
+                self.diagnoses[function] = FunctionDiagnosis(function)
+                sys.stderr.write(f"graders: note: the diagnosis of {function} failed "
+                                 f"({type(error).__name__}: {error}); its hints are the "
+                                 "single-case ones\n")
+        return self.diagnoses[function]
+
+    def _probe(self, cases: Sequence[Case]) -> list[Any]:
+        self.settle()
+        return probe_answers(self.runner, cases)
+
     def _differences(self, expected: Any, actual: Any) -> list[Any]:
         return list(compare(expected, actual, self.settings.tolerance))
 
@@ -402,7 +435,10 @@ class GradingSession:
         """Whether ``twin`` moves the answer: its expected value is not the answer of
         ``template``, the visible case it was drawn from, nor of any other visible case of
         its function and track (a copy of the visible answers answers with one of them;
-        :func:`graders.grading.unseen.moves_answer`)."""
+        :func:`graders.grading.unseen.moves_answer`); and its inputs are not a diagnosis
+        probe's, whose expected values the student bundle carries."""
+        if probe_of(twin, self._visible_cases(twin.function)):
+            return False
         return fields_move([self.expected_value(template),
                             *self._track_expected(twin.function, twin.track_id)],
                            case_nontrivial_fields(twin, self.expected_value(twin)),

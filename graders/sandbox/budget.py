@@ -29,6 +29,14 @@ class Strikes:
         if function is not None and status in STRIKES:
             self._counts[status, function] += 1
 
+    def snapshot(self) -> Counter[tuple[Status, str]]:
+        """The counts as they are (see :meth:`restore`)."""
+        return Counter(self._counts)
+
+    def restore(self, counts: Counter[tuple[Status, str]]) -> None:
+        """Set the counts back to a :meth:`snapshot`."""
+        self._counts = Counter(counts)
+
     def refusal(self, function: str) -> str | None:
         """Why ``function`` is not called again, or None."""
         for status, reason in STRIKES.items():

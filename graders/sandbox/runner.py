@@ -243,6 +243,18 @@ class StudentRunner:
                 return CallOutcome(gone.status, message=gone.message)
             return self._outcome(function, reply)
 
+    @contextlib.contextmanager
+    def trial(self) -> Generator[None, None, None]:
+        """Calls that count against no function: a diagnosis's experiments. Their timeouts
+        and crashes leave each function's strikes and the hang budget as they were (the
+        caller bounds what they cost: they are still charged to the total budget)."""
+        strikes, hang = self._strikes.snapshot(), self.budget.hang_spent_s
+        try:
+            yield
+        finally:
+            self._strikes.restore(strikes)
+            self.budget.hang_spent_s = hang
+
     def call_many(self, calls: Sequence[CallRequest]) -> Generator[CallOutcome, None, None]:
         """The outcomes of ``calls`` as :meth:`call` gives them, with requests written ahead
         (at most :data:`PIPELINE_BYTES` unanswered; a submission reading them sees coming

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import gzip
 import importlib.metadata
 import json
 import os
@@ -80,6 +81,12 @@ def bundle_files(bundle: Path) -> list[str]:
     return sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
 
 
+def bundle_text(path: Path) -> str:
+    """A bundle file's text (a gzipped one's, uncompressed: what it holds is checked too)."""
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8")
+
+
 def normalized(text: str) -> str:
     return "\n".join(line.strip() for line in text.splitlines() if line.strip())
 
@@ -136,7 +143,7 @@ def test_the_bundle_has_no_reference_file_and_no_hidden_test(bundle: Path) -> No
     assert not [f for f in files if Path(f).name.startswith("test_hidden")]
     assert "graders/export/build.py" not in files
     assert "graders/trackfiles/generate.py" not in files
-    text = "\n".join((bundle / f).read_text(encoding="utf-8") for f in files)
+    text = "\n".join(bundle_text(bundle / f) for f in files)
     for hidden in ("large_fleet", "LARGE_FLEETS", "test_hidden_cases"):
         assert hidden not in text, hidden
 
@@ -151,7 +158,7 @@ def test_the_bundle_holds_no_function_body_of_the_reference(bundle: Path) -> Non
     own = "\n".join(normalized(p.read_text(encoding="utf-8"))
                     for p in (REPO / "reference").glob("*.py"))
     assert all(body in own for body in bodies.values())
-    texts = {f: normalized((bundle / f).read_text(encoding="utf-8"))
+    texts = {f: normalized(bundle_text(bundle / f))
              for f in bundle_files(bundle)}
     leaked = [(name, f) for name, body in bodies.items() for f, text in texts.items()
               if len(body) >= 30 and body in text]
@@ -260,7 +267,8 @@ def test_the_bundle_takes_only_modules_from_the_package(bundle: Path) -> None:
     package = [f for f in bundle_files(bundle) if f.startswith("graders/")]
     assert package
     assert all(f.endswith((".py", "/py.typed"))
-               or f in ("graders/golden.json", "graders/reality.json",
+               or f in ("graders/golden.json", "graders/golden-probes.json.gz",
+                        "graders/reality.json",
                         "graders/constraints.txt", "graders/grading/mistakes.toml")
                for f in package)
     assert "graders/constraints.txt" in package  # the pins the bundle installs and checks

@@ -12,6 +12,7 @@ from graders.grading.cases import Case
 from graders.grading.checks import MAX_FEEDBACK_CHARS, Grading, GradingFailure
 from graders.grading.compare import Tolerance
 from graders.grading.credit import FunctionEvidence
+from graders.grading.diagnosis import WHERE_TO_LOOK
 from graders.grading.feedback_layout import (
     CaseCounts,
     FailedCase,
@@ -21,6 +22,7 @@ from graders.grading.feedback_layout import (
     more_cases_line,
     without_numbers,
 )
+from graders.grading.hints import hint_for
 from graders.sandbox.runner import CallOutcome
 
 TOLERANCE = Tolerance(rel=1e-6, abs=1e-9)
@@ -130,6 +132,9 @@ class Source:
     def confirmation(self, function: str) -> tuple[Fraction, str | None]:
         return Fraction(1), None
 
+    def diagnosis(self, function: str) -> None:
+        return None  # each case diagnosed alone, as a hidden test's
+
 
 def failure_of(answers: dict[str, Any]) -> GradingFailure:
     cases = [Case(case_id, "queueing_latency", (), {"arrival_qps": 8.0 * (index + 1)},
@@ -146,7 +151,7 @@ def test_every_hint_and_expected_line_is_whole_even_in_a_long_case() -> None:
     text = str(failure)
     assert len(text) <= MAX_FEEDBACK_CHARS
     hints = [line for line in text.splitlines() if "hint:" in line]
-    assert "    hint: check the variability factor max(0.1, (1+cv^2)/2)" in hints
+    assert f"    hint: {WHERE_TO_LOOK}{hint_for('queueing_latency', 'mean_latency_ms')}" in hints
     assert all("[cut: " not in line and "…" not in line for line in hints)
     assert all(line.count("[cut: ") <= 1 for line in text.splitlines() if "expected" in line)
     shown = text.count("\ncase ")

@@ -19,6 +19,8 @@ from graders.grading.checks import (
 )
 from graders.grading.compare import Tolerance
 from graders.grading.credit import FunctionEvidence
+from graders.grading.diagnosis import WHERE_TO_LOOK
+from graders.grading.hints import hint_for
 from graders.sandbox.runner import CallOutcome
 
 TOLERANCE = Tolerance(rel=1e-6, abs=1e-9)
@@ -47,6 +49,9 @@ class Source:
 
     def confirmation(self, function: str) -> tuple[Fraction, str | None]:
         return Fraction(1), None
+
+    def diagnosis(self, function: str) -> None:
+        return None  # each case diagnosed alone, as a hidden test's
 
 
 def failure_of(source: Source, cases: list[Case]) -> GradingFailure:
@@ -96,7 +101,8 @@ def test_a_wrong_dependency_comes_first_and_silences_the_misleading_hints() -> N
 def test_without_a_wrong_dependency_the_hints_stay_and_no_root_cause_is_named() -> None:
     answers = dict.fromkeys((case.case_id for case in CASES), WRONG)
     failure = failure_of(Source(answers), CASES)
-    assert "hint: batches, not requests, arrive at the queue (lambda/B)" in str(failure)
+    general = hint_for("batching_tax", "queue_p99_ms")
+    assert f"hint: {WHERE_TO_LOOK}{general}" in str(failure)
     assert "fix " not in str(failure)
     assert failure.summary == "3 of 3 cases failed: queue_p99_ms expected 46.54, got 12.882"
 
