@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import diagnosis_lab  # noqa: E402
 import mutants  # noqa: E402
+
 from graders.grading.cases import CONTRACT_FUNCTIONS, Case, visible_cases  # noqa: E402
 from graders.grading.function_diagnosis import WHERE_TO_LOOK, FunctionDiagnosis  # noqa: E402
 from graders.trackfiles.tracks import Track  # noqa: E402

@@ -60,6 +60,8 @@ MAX_CASES_KEPT = 8
 #: (with the cases, a bound well under a results.json's reserved space).
 MAX_FIELDS_KEPT = 6
 MAX_KEPT_CHARS = 24
+#: Characters of a finding's label kept with a failed case (the class page's cluster).
+MAX_FINDING_CHARS = 160
 #: The contract functions each function calls, per the lab: when one of them is wrong,
 #: its callers' failures start there.
 DEPENDS_ON: dict[str, tuple[str, ...]] = {
@@ -468,7 +470,6 @@ class Grading:
         differences = compare(expected, outcome.value, self._tolerance)
         if not differences:
             return True, None
-        self._keep(case, outcome, differences, expected)
         first = differences[0]
         self._first_problem = self._first_problem or (
             f"{first.field} expected {_short_number(first.expected)}, "
@@ -477,15 +478,28 @@ class Grading:
         diagnosis = found if found is not None else diagnose(
             case.function, case_inputs(case.function, case.args, case.kwargs), expected,
             outcome.value, [d.field for d in differences])
+        self._keep(case, outcome, differences, expected, self._findings(case, diagnosis))
         return False, (heading, "", case.function, list(differences), diagnosis)
 
+    def _findings(self, case: Case, diagnosis: Diagnosis) -> dict[str, str]:
+        """The named findings of a visible case's root fields, by field: the class page's
+        clusters (:mod:`graders.regrade.clusters`)."""
+        found = self._diagnosis_of(case.function)
+        if found is None:
+            return {}
+        return {name: shortened(finding.label, MAX_FINDING_CHARS)
+                for name in list(diagnosis.hints)[:MAX_FIELDS_KEPT]
+                if (finding := found.findings.get(name)) is not None and finding.named}
+
     def _keep(self, case: Case, outcome: CallOutcome, differences: Iterable[Difference],
-              expected: Any = None) -> None:
+              expected: Any = None, findings: Mapping[str, str] | None = None) -> None:
         """Keep a failed case's values for the class report. Of a hidden case only the
         name of the error it raised is kept: its inputs and expected values stay here."""
         if len(self.tally.kept) >= MAX_CASES_KEPT:
             return
         kept = kept_case(case, outcome, differences, expected)
+        if findings:
+            kept["findings"] = dict(findings)
         if not self._hidden:
             self.tally.kept.append(kept)
         elif "error" in kept:

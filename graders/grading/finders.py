@@ -359,23 +359,34 @@ def _fields_of(observed: Observed) -> Mapping[str, Any] | None:
 
 
 def catalogue_finder(ev: FieldEvidence) -> Iterator[Candidate]:
-    """A catalogued mistake whose answer is the student's on every failing case and the
-    lab's on every passing one (a mistake the passing cases contradict is not theirs)."""
+    """A catalogued mistake whose answer is the student's on every failing case (and, to
+    be said of every case, the lab's on every passing one). Its expression is tried on
+    the experiments too, as any rule's."""
     for mistake in ev.mistakes:
         if mistake.function != ev.function or mistake.error or \
                 (mistake.field or "value") != ev.name or not mistake.hint:
             continue
-
-        def predicted(o: Observed, m: Mistake = mistake) -> Any:
-            value = m.predicts(ev.want(o), _numbers(ev.flat(o)), _fields_of(o))
-            return MISSING if value is None else value
-
-        if not all(mistake.agrees(ev.want(o), ev.got(o), _numbers(ev.flat(o)), _fields_of(o))
-                   for o in ev.failing):
+        if not all(_agrees(ev, mistake, o, ev.got(o)) for o in ev.failing):
             continue
-        if all(_fits(ev, predicted(o), o) for o in ev.passing):
-            yield Candidate("rule", "catalogue", 100, f"catalogue:{mistake.id}", mistake.hint,
-                            label=mistake.label, check=_rule_check(predicted))
+        whole = all(_agrees(ev, mistake, o, ev.want(o)) for o in ev.passing)
+        yield Candidate("rule", "catalogue", 100, f"catalogue:{mistake.id}", mistake.hint,
+                        label=mistake.label, whole=whole, local=mistake.hint,
+                        check=_mistake_check(mistake))
+
+
+def _agrees(ev: FieldEvidence, mistake: Mistake, o: Observed, answer: Any) -> bool:
+    return answer is not MISSING and mistake.agrees(ev.want(o), answer, _numbers(ev.flat(o)),
+                                                    _fields_of(o))
+
+
+def _mistake_check(mistake: Mistake) -> Check:
+    """A catalogued mistake's test on a probe: the student's answer is the mistake's."""
+    def check(ev: FieldEvidence, probe: Observed) -> bool | None:
+        if mistake.predicts(ev.want(probe), _numbers(ev.flat(probe)),
+                            _fields_of(probe)) is None:
+            return None
+        return _agrees(ev, mistake, probe, ev.got(probe))
+    return check
 
 
 def _fits(ev: FieldEvidence, predicted: Any, observed: Observed) -> bool:
@@ -470,16 +481,19 @@ def ratio_finder(ev: FieldEvidence) -> Iterator[Candidate]:
                     + ("" if fits else " on every case where it is wrong"), whole=fits,
                     local=f"yours is the lab's value {words} {name}", needs=2,
                     check=_rule_check(partial(_scaled, ev, name=name, power=power,
-                                              span=(min(values), max(values)))))
+                                              span=(min(values), max(values)),
+                                              whole=all(float(v).is_integer() for v in values))))
 
 
 def _scaled(ev: FieldEvidence, observed: Observed, *, name: str, power: int,
-            span: tuple[float, float]) -> Any:
+            span: tuple[float, float], whole: bool) -> Any:
     """The lab's value times an input to ``power``; none where the input is outside the
-    ``span`` the failing cases showed the rule on (where the lab clamps an input, as
-    max(1, int(B)), the rule's input is not the lab's)."""
+    ``span`` the failing cases showed the rule on, or not whole where they were (where the
+    lab clamps or truncates an input, as max(1, int(B)), the rule's input is not the
+    lab's)."""
     value = _numbers(ev.flat(observed)).get(name)
-    if value is None or not span[0] <= value <= span[1]:
+    if value is None or not span[0] <= value <= span[1] or \
+            (whole and not float(value).is_integer()):
         return MISSING
     return ev.want(observed) * value ** power
 
@@ -549,6 +563,14 @@ def offset_finder(ev: FieldEvidence) -> Iterator[Candidate]:
     if len(offsets) >= 2 and all(ev.matches(want + offsets[0], got)
                                             for want, got in pairs):
         constant = offsets[0]
+        if ev.kind == "int" and constant in (1, -1):
+            said = "one more" if constant > 0 else "one less"
+            yield Candidate("rule", "offset-one", 46, f"offset:constant:{constant:.6g}",
+                            f"your {ev.subject} is {said} than the lab's on every case where "
+                            "it is wrong: a whole number rounded the other way, or an "
+                            "off-by-one", whole=False, local=f"yours is {said} than the lab's",
+                            needs=2, check=_rule_check(lambda o: ev.want(o) + constant))
+            return
         shown = f"+ {constant:.6g}" if constant > 0 else f"- {-constant:.6g}"
         yield Candidate("rule", "offset-constant", 30, f"offset:constant:{constant:.6g}",
                         f"your {ev.subject} is the lab's value {shown} on every case where it "
@@ -599,6 +621,7 @@ def equality_finder(ev: FieldEvidence) -> Iterator[Candidate]:
         yield from _equal_to_fields(ev)
         yield from _equal_to_input(ev)
     yield from _reversed(ev)
+    yield from _own_formula(ev)
     answers = [ev.got(o) for o in ev.failing]
     first = answers[0]
     if len(answers) >= 2 and first is not MISSING and not isinstance(first, bool) \
@@ -660,6 +683,83 @@ def _equal_to_input(ev: FieldEvidence) -> Iterator[Candidate]:
                         local=f"yours is the input {name} itself", needs=1 if varies else 3,
                         check=_rule_check(_input_of(ev, name)))
         return
+
+
+def _own_formula(ev: FieldEvidence) -> Iterator[Candidate]:
+    """The student's value is one of their other fields over an input (a ratio field), or
+    one of their other fields compared with an input (a bool field), on every case: the
+    formula they wrote, with its operands named."""
+    every = [*ev.failing, *ev.passing]
+    if not all(isinstance(o.got, Mapping) for o in every):
+        return
+    inputs = sorted(set.intersection(*(set(_numbers(ev.flat(o))) for o in every)))
+    others = [name for name, value in ev.failing[0].got.items()
+              if name != ev.name and _real(value) and not isinstance(value, bool)]
+    for other in others:
+        unit = _unit_of(other)
+        # an input in the same unit, or (a bool) a count against 0 and 1
+        bounds: list[str | int] = [name for name in inputs if unit and _unit_of(name) == unit]
+        if ev.kind == "bool" and all(isinstance(pick(o.got, other), int) for o in every):
+            bounds += [0, 1]
+        for name in bounds:
+            if ev.kind == "bool":
+                forms: list[tuple[str, Callable[[Observed], Any]]] = [
+                    (f"your {other} <= {name}", _compared(ev, other, name, strict=False)),
+                    (f"your {other} < {name}", _compared(ev, other, name, strict=True))]
+            elif ev.kind == "real":
+                forms = [(f"your {other} / {name}", _quotient(ev, other, name))]
+            else:
+                return
+            yield from _formula_candidates(ev, every, forms)
+        if ev.kind == "real":  # one of their fields over another (in ms: times 1000)
+            yield from _formula_candidates(ev, every, [
+                (f"your {other} / your {below}" + (" · 1000" if scale != 1 else ""),
+                 _fields_quotient(other, below, scale))
+                for below in others if below != other for scale in (1, 1000)])
+
+
+def _formula_candidates(ev: FieldEvidence, every: Sequence[Observed],
+                        forms: Sequence[tuple[str, Callable[[Observed], Any]]]
+                        ) -> Iterator[Candidate]:
+    """The forms that give the student's value on every case, and vary."""
+    for words, formula in forms:
+        if all(ev.matches(formula(o), ev.got(o)) for o in every) and \
+                len({repr(formula(o)) for o in every}) >= 2:
+            yield Candidate("rule", "own-formula", 79, f"formula:{words}",
+                            f"your {ev.subject} is {words} on every case",
+                            whole=True, needs=1, check=_rule_check(formula))
+
+
+def _fields_quotient(other: str, below: str, scale: int) -> Callable[[Observed], Any]:
+    def value(o: Observed) -> Any:
+        top, bottom = pick(o.got, other), pick(o.got, below)
+        return top / bottom * scale if _real(top) and _real(bottom) and bottom else MISSING
+    return value
+
+
+def _unit_of(name: str) -> str:
+    """A field's or input's unit, by its name's suffix (``_ms``, ``_gb``; "" for none)."""
+    stem = name.removesuffix(" (magnitude)").rsplit(".", 1)[-1]
+    return "_" + stem.rsplit("_", 1)[-1] if "_" in stem else ""
+
+
+def _quotient(ev: FieldEvidence, other: str, name: str | int) -> Callable[[Observed], Any]:
+    def value(o: Observed) -> Any:
+        divisor = _numbers(ev.flat(o)).get(name) if isinstance(name, str) else name
+        mine = pick(o.got, other)
+        return mine / divisor if _real(mine) and divisor else MISSING
+    return value
+
+
+def _compared(ev: FieldEvidence, other: str, name: str | int, *, strict: bool
+              ) -> Callable[[Observed], Any]:
+    def value(o: Observed) -> Any:
+        bound = _numbers(ev.flat(o)).get(name) if isinstance(name, str) else name
+        mine = pick(o.got, other)
+        if not _real(mine) or bound is None:
+            return MISSING
+        return mine < bound if strict else mine <= bound
+    return value
 
 
 def _reversed(ev: FieldEvidence) -> Iterator[Candidate]:
@@ -822,34 +922,44 @@ def _fixed_check(move: Move) -> Check:
 
 
 def sensitivity_finder(ev: FieldEvidence) -> Iterator[Candidate]:
-    """An experiment on the student's function: one input moved, again and again. On every
-    probe where that moves the lab's value, the student's stays where it was; or on every
-    probe where the lab's stays, the student's moves."""
-    if not ev.failing or ev.kind not in ("real", "int"):
+    """An experiment on the student's function: one input moved, again and again, around
+    the failing cases. Where every move of it moves the lab's value and none moves the
+    student's, their value does not change with it; where no move moves the lab's value
+    and every one moves the student's, theirs changes with it where the lab's does not.
+    Moves the student or the lab cannot answer with a number are left out; so is a field
+    wrong on one case only (one place says nothing of a dependence)."""
+    if len(ev.failing) < 2 or ev.kind not in ("real", "int"):
         return
-    # by parameter and by whether the lab's value moves: whether the student's moved too
-    seen: dict[tuple[str, bool], list[bool]] = {}
-    origins: dict[tuple[str, bool], set[str]] = {}
+    # by parameter: for each probe, whether the lab's value moved and whether the student's
+    seen: dict[str, list[tuple[bool, bool]]] = {}
+    origins: dict[str, list[str]] = {}
     for probe in ev.probes():
-        if probe.origin is None or probe.move is None or probe.move.other or \
-                isinstance(probe.got, Failed) or ev.want(probe) is MISSING:
+        if probe.origin is None or probe.move is None or probe.move.other:
             continue
-        key = (probe.move.parameter,
-               not ev.matches(ev.want(probe.origin), ev.want(probe)))
-        seen.setdefault(key, []).append(not ev.matches(ev.got(probe.origin), ev.got(probe)))
-        origins.setdefault(key, set()).add(probe.origin.case.key)
+        values = (ev.want(probe.origin), ev.want(probe), ev.got(probe.origin), ev.got(probe))
+        if not all(_real(value) and not math.isnan(value) for value in values):
+            continue
+        lab_moved = not ev.matches(values[0], values[1])
+        student_moved = not ev.matches(values[2], values[3])
+        seen.setdefault(probe.move.parameter, []).append((lab_moved, student_moved))
+        origins.setdefault(probe.move.parameter, []).append(probe.origin.case.key)
     enough = min(PROBED_CASES, len(ev.failing))
-    for (parameter, lab_moves), moved in seen.items():
-        if len(moved) < 3 or len(origins[(parameter, lab_moves)]) < enough:
+    for parameter, found in seen.items():
+        keys = origins[parameter]
+        # every case tried at two moves at least: one move can step out of the region
+        if len(found) < 3 or len(set(keys)) < enough or \
+                any(keys.count(key) < 2 for key in set(keys)):
             continue
-        if lab_moves and not any(moved):
+        if all(lab and not student for lab, student in found):
             yield Candidate("experiment", "sensitivity", 60, f"ignores:{parameter}",
-                            f"your {ev.subject} does not change with {parameter}, where the "
-                            f"lab's does (tried at {len(moved)} moved inputs)")
-        elif not lab_moves and all(moved):
+                            f"around the cases where it is wrong, your {ev.subject} does not "
+                            f"change with {parameter}, where the lab's does (tried at "
+                            f"{len(found)} moved inputs)")
+        elif all(student and not lab for lab, student in found):
             yield Candidate("experiment", "sensitivity", 59, f"depends:{parameter}",
-                            f"your {ev.subject} changes with {parameter}, where the lab's "
-                            f"does not (tried at {len(moved)} moved inputs)")
+                            f"around the cases where it is wrong, your {ev.subject} changes "
+                            f"with {parameter}, where the lab's does not (tried at "
+                            f"{len(found)} moved inputs)")
 
 
 # --- regions -------------------------------------------------------------------------------
@@ -1103,6 +1213,11 @@ def choose(ev: FieldEvidence) -> Finding | None:
     experiment on the student's function; else what was observed ("wrong on 3 of 6
     cases; right whenever ...")."""
     found = [candidate for finder in FINDERS for candidate in finder(ev)]
+    # the catalogue first: a mistake someone wrote down, borne out here, is said as written
+    known = _best(ev, [c for c in found if c.finder == "catalogue"])
+    if known is not None:
+        return Finding(known.text, known.key, known.label or known.text, True,
+                       (known.finder,))
     rules = [c for c in found if c.kind == "rule"]
     whole = _best(ev, [c for c in rules if c.whole])
     if whole is not None:

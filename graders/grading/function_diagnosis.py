@@ -25,7 +25,7 @@ probes here.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,13 +190,15 @@ def _wrong_fields(o: Observed, lab: Lab) -> list[str]:
     return list(dict.fromkeys(base_field(d.field) for d in differences))
 
 
-def _callee_follows(function: str, failed: Sequence[tuple[Observed, list[str]]], lab: Lab
-                    ) -> dict[str, dict[str, str]]:
+def _callee_follows(function: str, failed: Sequence[tuple[Observed, list[str]]], lab: Lab,
+                    right: set[str] | None = None) -> dict[str, dict[str, str]]:
     """For each failed case (by key), its wrong fields (or ``error``) that follow from the
-    student's callee, answered at the inputs the lab gives it there."""
+    student's callee, answered at the inputs the lab gives it there; the keys of the cases
+    where the callee answered right go into ``right``."""
     if function not in CALLEE_PREDICTIONS or not failed:
         return {}
     callee, predict = CALLEE_PREDICTIONS[function]
+    callee_right = right
     asked: list[tuple[Observed, list[tuple[str, Case]]]] = [
         (o, callee_cases(o.case, o.expected)) for o, _ in failed]
     probes = [case for _, cases in asked for _, case in cases]
@@ -207,8 +209,10 @@ def _callee_follows(function: str, failed: Sequence[tuple[Observed, list[str]]],
         got = {label: next(answers) for label, _ in cases}
         if not cases:
             continue
-        right = {label: _same(lab.expected(case), got[label], lab) for label, case in cases}
-        if all(right.values()):
+        correct = {label: _same(lab.expected(case), got[label], lab) for label, case in cases}
+        if all(correct.values()):
+            if callee_right is not None:
+                callee_right.add(o.case.key)
             continue  # the callee is right where the function calls it: its own failure
         source = f"your {callee}"
         if isinstance(o.got, Failed):
@@ -257,8 +261,9 @@ def diagnose_function(function: str, observed: Sequence[Observed], lab: Lab,
                 failed.append((o, wrong))
     if not failed:
         return FunctionDiagnosis(function)
+    callee_right: set[str] = set()
     from_callee = _callee_follows(function, [(o, w) for o, w in failed if w or (
-        isinstance(o.got, Failed) and o.got.error.isidentifier())], lab)
+        isinstance(o.got, Failed) and o.got.error.isidentifier())], lab, callee_right)
     follows: dict[str, dict[str, str]] = {}
     roots: dict[str, list[Observed]] = {}
     for o, wrong in failed:
@@ -285,7 +290,8 @@ def diagnose_function(function: str, observed: Sequence[Observed], lab: Lab,
             findings[name] = finding
     cases: dict[str, Diagnosis] = {}
     callee_only: set[str] = set()
-    errors = _error_findings(function, failed, from_callee, observed, lab, known)
+    errors = _error_findings(function, failed, from_callee, observed, lab, known,
+                             callee_right)
     callee_name = CALLEE_PREDICTIONS.get(function, ("",))[0]
     for o, wrong in failed:
         key = o.case.key
@@ -336,11 +342,14 @@ def _hint(function: str, name: str, o: Observed, finding: Finding | None) -> str
 
 def _error_findings(function: str, failed: Sequence[tuple[Observed, list[str]]],
                     from_callee: Mapping[str, Mapping[str, str]],
-                    observed: Sequence[Observed], lab: Lab, known: Sequence[Mistake]
+                    observed: Sequence[Observed], lab: Lab, known: Sequence[Mistake],
+                    callee_right: Set[str] = frozenset()
                     ) -> dict[str, str]:
     """The hint for each error the function raised on its own (not from its callee): the
     catalogued error whose every case raised it, else the region where it is raised,
-    else its general hint as where to look."""
+    else its general hint as where to look (not when it sends the student to the callee
+    and the callee answered right at every one of those cases)."""
+    callee = CALLEE_PREDICTIONS.get(function, ("",))[0]
     raised: dict[str, list[Observed]] = {}
     for o, wrong in failed:
         if not wrong and _diagnosable(o.got) and "error" not in from_callee.get(o.case.key, {}):
@@ -356,8 +365,10 @@ def _error_findings(function: str, failed: Sequence[tuple[Observed, list[str]]],
         finding = choose(FieldEvidence(function, "error", cases, answered, lab, (),
                                        wrong_words=f"your {function} raises {error}"))
         general = error_hint_for(function, error)
+        contradicted = bool(callee) and callee in (general or "") and \
+            all(o.case.key in callee_right for o in cases)
         if finding is not None and finding.named:
             hints[error] = finding.text
-        elif general:
+        elif general and not contradicted:
             hints[error] = f"{WHERE_TO_LOOK}{general}"
     return hints

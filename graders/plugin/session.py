@@ -383,7 +383,8 @@ class GradingSession:
                 # a fault of the diagnosis itself costs the student nothing: their cases
                 # get the hints one case at a time, and the staff get the fault
                 self.diagnoses[function] = FunctionDiagnosis(function)
-                sys.stderr.write(f"graders: note: the diagnosis of {function} failed "
+                # to the process's stderr, past pytest's capture of the test's output
+                (sys.__stderr__ or sys.stderr).write(f"graders: note: the diagnosis of {function} failed "
                                  f"({type(error).__name__}: {error}); its hints are the "
                                  "single-case ones\n")
         return self.diagnoses[function]

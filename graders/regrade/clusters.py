@@ -203,15 +203,28 @@ class _Clusters:
         self.named: dict[tuple[str, tuple[str, ...]], Cluster] = {}
         self.unnamed: dict[tuple[str, tuple[Any, ...]], list[Cluster]] = defaultdict(list)
         self.started: Cluster | None = None
+        #: Submissions that do not import, one cluster per error (its first line).
+        self.unimportable: dict[str, Cluster] = {}
+        #: Roots the catalogue does not name but the diagnosis does, by its finding.
+        self.found: dict[tuple[str, tuple[str, ...]], Cluster] = {}
         self.causes: dict[tuple[str, tuple[Any, ...]],
                           list[tuple[list[float], list[Cause] | None]]] = defaultdict(list)
 
     def all(self) -> list[Cluster]:
-        found = [*self.named.values(), *(c for group in self.unnamed.values() for c in group)]
-        return [*found, *([self.started] if self.started else [])]
+        found = [*self.named.values(), *self.found.values(),
+                 *(c for group in self.unnamed.values() for c in group)]
+        return [*found, *([self.started] if self.started else []),
+                *self.unimportable.values()]
 
     def add(self, entry: GradedSubmission) -> None:
         failed = _failed_tests(entry)
+        error = _import_failure(failed)
+        if error is not None:  # one cause, whatever each function shows of it
+            if error not in self.unimportable:
+                self.unimportable[error] = Cluster("", [], [], [], error, "",
+                                                   note=f"does not import: {error}")
+            self.unimportable[error].add(entry.id)
+            return
         unwritten = [name for name, tests in failed.items() if _not_implemented(tests)]
         homes: dict[str, list[Cluster]] = {}
         if unwritten:
@@ -284,6 +297,16 @@ class _Clusters:
 
     def _by_signature(self, ident: str, function: str, tests: Sequence[Mapping[str, Any]],
                       shape: tuple[Any, ...], ratios: list[float]) -> Cluster:
+        findings = _findings(tests)
+        if findings:  # the diagnosis named it: one cluster per finding, whatever the values
+            key = (function, findings)
+            if key not in self.found:
+                tracks = sorted({track for test in tests if (track := track_of(test))})
+                self.found[key] = Cluster(function, [], [str(t.get("name", "")) for t in tests],
+                                          tracks, _first_case(tests), _hint(tests),
+                                          note="; ".join(findings))
+            self.found[key].add(ident)
+            return self.found[key]
         candidates = self.unnamed[(function, shape)]
         for found in candidates:
             if _agree(found.ratios, ratios):
@@ -407,6 +430,41 @@ def _shown_case(test: Mapping[str, Any], case: Mapping[str, Any], name: str) -> 
         if not name or base_field(field_name) == name:
             return f"{where}: {field_name} expected {expected!r}, got {got!r}"
     return where
+
+
+#: The error kept of a case whose submission did not import.
+UNIMPORTABLE = "unimportable"
+#: How a test's output says that every failed case failed the same way.
+EVERY_FAILED = "every failed case: "
+
+
+def _import_failure(failed: Mapping[str, Sequence[Mapping[str, Any]]]) -> str | None:
+    """The first line of the import error of a submission that did not import (every kept
+    case of every failed test says so), else None."""
+    kept = [case for tests in failed.values() for test in tests for case in _kept(test)]
+    if not kept or any(case.get("error") != UNIMPORTABLE for case in kept):
+        return None
+    for tests in failed.values():
+        for test in tests:
+            for line in str(test.get("output", "")).splitlines():
+                if line.startswith(EVERY_FAILED):
+                    return line.removeprefix(EVERY_FAILED).split(";", 1)[0].strip()
+    return "the submission could not be imported"
+
+
+def _findings(tests: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The diagnosis's findings of a root's kept cases (their labels, in order), when it
+    named the cause of every kept case that has wrong fields; else ()."""
+    labels: dict[str, None] = {}
+    for test in tests:
+        for case in _kept(test):
+            if "error" in case:
+                continue
+            found = case.get("findings")
+            if not isinstance(found, Mapping) or not found:
+                return ()
+            labels.update(dict.fromkeys(str(label) for label in found.values()))
+    return tuple(labels)
 
 
 def _first_case(tests: Sequence[Mapping[str, Any]]) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from _pytest.config import default_plugins
+from diagnosis_lab import slip_source
 from helpers import (
     ADVERSARIAL,
     CORPUS,
@@ -369,6 +370,19 @@ def test_export_gradescope_refuses_a_target_that_is_not_a_zip(tmp_path: Path) ->
 # --- end to end --------------------------------------------------------------------------
 
 
+#: Slips (tests/slips) whose hints come from the diagnosis's experiments: a move by one,
+#: a default, a region, a ratio to an input, the student's own formula.
+SAME_HINT_SLIPS = ("bt_formation_b_not_b_minus_1", "cc_single_device",
+                   "cs_zero_init_means_profile", "erlang_rate_single_server", "ql_slo_on_mean")
+
+
+def hint_lines(results: dict[str, Any]) -> dict[str, list[str]]:
+    """The hint lines of each failed test's output, by test name."""
+    return {test["name"]: [line.strip() for line in test["output"].splitlines()
+                           if line.strip().startswith("hint:")]
+            for test in results["tests"] if test["score"] < test["max_score"]}
+
+
 def fresh_venv(folder: Path) -> Path:
     """A new virtual environment (with pip) from this interpreter; returns its python."""
     venv.EnvBuilder(with_pip=True, clear=True).create(folder)
@@ -458,6 +472,23 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
     assert {t["name"]: t["score"] for t in load(clone / "buggy.json")["tests"]} == visible
     assert load(clone / "buggy.json")["score"] == pytest.approx(sum(visible.values()), abs=1e-5)
     assert load(clone / "buggy.json")["score"] < 95.0
+
+    # the same hints for the same visible failures: the bundle's diagnosis runs its
+    # experiments with the golden probes file, the official one with the reference
+    for slip in SAME_HINT_SLIPS:
+        (clone / "serving.py").write_text(slip_source(slip), encoding="utf-8")
+        student = run([pytest_bin, "--grader-results", f"{slip}.json"], cwd=clone,
+                      env=no_bytecode)
+        assert student.returncode == 1, student.stdout
+        official = tmp_path / f"{slip}-official"
+        official.mkdir()
+        (official / "serving.py").write_text(slip_source(slip), encoding="utf-8")
+        assert graders("grade", official, "--results", official / "r.json").returncode == 0
+        bundle_hints = hint_lines(load(clone / f"{slip}.json"))
+        assert bundle_hints, slip
+        assert bundle_hints == {name: lines for name, lines in
+                                hint_lines(load(official / "r.json")).items()
+                                if name in bundle_hints}, slip
 
     # the Classroom workflow's grading step, as the workflow runs it: a preview of the
     # visible tests, said in the reporter's document, on the run's page and in the log
