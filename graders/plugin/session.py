@@ -384,9 +384,9 @@ class GradingSession:
                 # get the hints one case at a time, and the staff get the fault
                 self.diagnoses[function] = FunctionDiagnosis(function)
                 # to the process's stderr, past pytest's capture of the test's output
-                (sys.__stderr__ or sys.stderr).write(f"graders: note: the diagnosis of {function} failed "
-                                 f"({type(error).__name__}: {error}); its hints are the "
-                                 "single-case ones\n")
+                (sys.__stderr__ or sys.stderr).write(
+                    f"graders: note: the diagnosis of {function} failed "
+                    f"({type(error).__name__}: {error}); its hints are the single-case ones\n")
         return self.diagnoses[function]
 
     def _probe(self, cases: Sequence[Case]) -> list[Any]:
