@@ -260,17 +260,34 @@ def probe_cases(case: Case, expected: Any) -> list[Case]:
 
 def probe_of(case: Case, visible: Iterable[Case]) -> bool:
     """Whether ``case`` has the inputs of a move of one of ``visible`` (its function's
-    visible cases): a case that differs from one of them in at most two inputs is checked
-    against that one's moves. Unseen inputs are never such a case: the bundle's probes
-    file holds the expected values there."""
+    visible cases): only a case that differs from one of them in one or two inputs can
+    be, and those inputs are checked against that one's moves. Unseen inputs are never
+    such a case: the bundle's probes file holds the expected values there."""
     mine = given(case)
     for other in visible:
         if other.function != case.function or other.track_id != case.track_id:
             continue
         theirs = given(other)
-        differ = [name for name in set(mine) | set(theirs)
-                  if repr(mine.get(name, NOT_GIVEN)) != repr(theirs.get(name, NOT_GIVEN))]
-        if len(differ) <= 2 and any(
-                given(moved_case(other, move)) == mine for move in moves(other)):
-            return True
+        differ = {name for name in mine.keys() | theirs.keys()
+                  if not _same(mine.get(name, NOT_GIVEN), theirs.get(name, NOT_GIVEN))}
+        if not differ or len(differ) > 2:
+            continue
+        for move in moves(other):
+            changed = {move.parameter: theirs[move.other], move.other: theirs[move.parameter]} \
+                if move.other else {move.parameter: move.value}
+            if changed.keys() == differ and all(
+                    _same(mine.get(name, NOT_GIVEN), value) for name, value in changed.items()):
+                return True
     return False
+
+
+def _same(first: Any, second: Any) -> bool:
+    """Whether two inputs are the same (of one type and equal; NOT_GIVEN only to itself)."""
+    if first is second:
+        return True
+    if type(first) is not type(second):
+        return False
+    try:
+        return bool(first == second)
+    except Exception:  # noqa: BLE001 - an object whose == fails: compared as written
+        return repr(first) == repr(second)
