@@ -75,6 +75,21 @@ def _step(value: Any, by: int) -> Any:
     return value + by if isinstance(value, int) else float(value) + by
 
 
+def _candidates(name: str, value: Any, default: Any) -> list[tuple[Any, str]]:
+    """The new values one move gives the number ``value`` of ``name``, with their labels."""
+    candidates: list[tuple[Any, str]] = []
+    if default is None:
+        candidates.append((NOT_GIVEN, f"{name} not given"))
+    elif default is not REQUIRED:
+        candidates.append((default, f"{name} = {default!r} (its default)"))
+    candidates += [(type(value)(fixed), f"{name} = {fixed}") for fixed in (0, 1)]
+    if _whole(value):
+        candidates.append((_step(value, 1), f"{name} + 1"))
+        if value >= 1:
+            candidates.append((_step(value, -1), f"{name} - 1"))
+    return candidates
+
+
 def moves(case: Case) -> list[Move]:
     """The moves of ``case``'s given numeric parameters, each new input once: a parameter
     with a default to it (or not given at all, when the default is None), every number to 0
@@ -84,18 +99,7 @@ def moves(case: Case) -> list[Move]:
     values = given(case)
     numbers = {name: value for name, value in values.items() if _number(value)}
     for name, value in numbers.items():
-        candidates: list[tuple[Any, str]] = []
-        default = defaults.get(name, REQUIRED)
-        if default is None:
-            candidates.append((NOT_GIVEN, f"{name} not given"))
-        elif default is not REQUIRED:
-            candidates.append((default, f"{name} = {default!r} (its default)"))
-        candidates += [(type(value)(fixed), f"{name} = {fixed}") for fixed in (0, 1)]
-        if _whole(value):
-            candidates.append((_step(value, 1), f"{name} + 1"))
-            if value >= 1:
-                candidates.append((_step(value, -1), f"{name} - 1"))
-        for new, label in candidates:
+        for new, label in _candidates(name, value, defaults.get(name, REQUIRED)):
             same = new is not NOT_GIVEN and new == value
             if not same:
                 found.setdefault((name, repr(new)), Move(name, new, label))
@@ -260,34 +264,47 @@ def probe_cases(case: Case, expected: Any) -> list[Case]:
 
 def probe_of(case: Case, visible: Iterable[Case]) -> bool:
     """Whether ``case`` has the inputs of a move of one of ``visible`` (its function's
-    visible cases): only a case that differs from one of them in one or two inputs can
-    be, and those inputs are checked against that one's moves. Unseen inputs are never
-    such a case: the bundle's probes file holds the expected values there."""
+    visible cases): a move changes one or two numbers and nothing else, so only a case
+    that differs from one of them so is checked against that one's moves. Unseen inputs
+    are never such a case: the bundle's probes file holds the expected values there."""
     mine = given(case)
     for other in visible:
         if other.function != case.function or other.track_id != case.track_id:
             continue
         theirs = given(other)
-        differ = {name for name in mine.keys() | theirs.keys()
-                  if not _same(mine.get(name, NOT_GIVEN), theirs.get(name, NOT_GIVEN))}
-        if not differ or len(differ) > 2:
-            continue
-        for move in moves(other):
-            changed = {move.parameter: theirs[move.other], move.other: theirs[move.parameter]} \
-                if move.other else {move.parameter: move.value}
-            if changed.keys() == differ and all(
-                    _same(mine.get(name, NOT_GIVEN), value) for name, value in changed.items()):
+        differ = sorted(_numbers_moved(mine, theirs))
+        defaults = dict(PARAMETERS.get(other.function, ()))
+        if len(differ) == 1:  # one number moved (or left to its default)
+            name = differ[0]
+            if name in theirs and _number(theirs[name]) and any(
+                    _same(mine.get(name, NOT_GIVEN), new) for new, _ in
+                    _candidates(name, theirs[name], defaults.get(name, REQUIRED))):
+                return True
+        elif len(differ) == 2:  # two numbers swapped
+            first, second = differ
+            if all(name in mine and name in theirs for name in differ) and \
+                    _same(mine[first], theirs[second]) and _same(mine[second], theirs[first]):
                 return True
     return False
 
 
+def _numbers_moved(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> set[str]:
+    """The one or two parameters in which two inputs differ, when they are numbers (or
+    not given) and all else is the same; else none."""
+    differ: set[str] = set()
+    for name in mine.keys() | theirs.keys():
+        first, second = mine.get(name, NOT_GIVEN), theirs.get(name, NOT_GIVEN)
+        if first is second:
+            continue
+        if not all(value is NOT_GIVEN or _number(value) for value in (first, second)):
+            return set()  # an object (a profile) differs: no move changes one
+        if not _same(first, second):
+            differ.add(name)
+            if len(differ) > 2:
+                return set()
+    return differ
+
+
 def _same(first: Any, second: Any) -> bool:
-    """Whether two inputs are the same (of one type and equal; NOT_GIVEN only to itself)."""
-    if first is second:
-        return True
-    if type(first) is not type(second):
-        return False
-    try:
-        return bool(first == second)
-    except Exception:  # noqa: BLE001 - an object whose == fails: compared as written
-        return repr(first) == repr(second)
+    """Whether two numbers (or NOT_GIVEN) are the same input: of one type, and equal."""
+    return first is second or (type(first) is type(second) and bool(first == second))

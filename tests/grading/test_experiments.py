@@ -323,6 +323,12 @@ def test_unseen_inputs_are_never_a_probe_s() -> None:
     moved = moved_case(case, Move("batch_size", 9, "batch_size + 1"))
     twin = Case("unseen 1", "serve", (64, 9), {}, track_id="")
     far = Case("unseen 2", "serve", (65, 9), {}, track_id="")
+    swapped = Case("unseen 3", "serve", (8, 64), {}, track_id="")
+    given = Case("c", "serve", (64, 8), {"overhead_ms": 20.0}, track_id="")
+    zero = Case("unseen 4", "serve", (64, 8), {"overhead_ms": 0.0}, track_id="")
+    assert probe_of(swapped, [case])
+    assert probe_of(zero, [given])
+    assert not probe_of(zero, [case])  # a move changes only what the case gives
     assert probe_of(twin, [case])
     assert probe_of(moved, [case])
     assert not probe_of(far, [case])
