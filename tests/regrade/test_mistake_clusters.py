@@ -251,3 +251,65 @@ def test_a_knock_on_cluster_names_the_function_to_fix_first() -> None:
     [found] = cluster([submission("lou", queueing)], load_catalogue())
     assert found.label == ("knock-on of textbook Erlang C (factorials and a ** c), which "
                            "overflows on large fleets (in erlang_c)")
+
+
+def found_test(track: str, factor: float, label: str | None) -> dict[str, Any]:
+    """A failed batching_tax test whose batched service is ``factor`` times the lab's, each
+    kept case with the diagnosis's finding (``label``) or none."""
+    test = batching_test(track, math.log2)
+    for case in test["extra_data"]["failed_cases"]:
+        want = case["fields"]["batched_service_ms"][0]
+        case["fields"]["batched_service_ms"] = [want, want * factor]
+        if label is not None:
+            case["findings"] = {"batched_service_ms": label}
+    return test
+
+
+UNITS = "your batched_service_ms values are 1000× too small: as if in seconds"
+
+
+def test_a_cause_the_catalogue_does_not_name_is_named_by_the_diagnosis_s_finding() -> None:
+    # two submissions with one uncatalogued bug, their wrong values in other ratios (the
+    # signature alone would split them), and one the diagnosis found nothing for
+    found = [submission(name, found_test("iphone", factor, UNITS), passed("erlang_c"))
+             for name, factor in (("ann", 0.001), ("ben", 0.001 * (1 + 1e-3)))]
+    unnamed = submission("cat", found_test("iphone", 1.37, None), passed("erlang_c"))
+    clusters = cluster([*found, unnamed], load_catalogue())
+    by_members = {tuple(c.members): c for c in clusters}
+    assert by_members[("ann", "ben")].label == UNITS
+    assert by_members[("cat",)].label == ""
+
+
+def unimportable(ident: str, error: str) -> GradedSubmission:
+    line = f"serving.py could not be imported: {error} (serving.py line 1)"
+    tests = [{"name": f"{function} [iphone]", "score": 0.0, "max_score": 2.5,
+              "status": "failed", "tags": [function, "iphone"], "visibility": "visible",
+              "output": f"{function}: 9 of 9 cases failed\nevery failed case: {line}; "
+                        "serving.py may import only Python's standard library and pint",
+              "extra_data": {"nodeid": f"suite::test_{function}[iphone]",
+                             "failed_cases": [{"case": "c", "inputs": {},
+                                               "error": "unimportable"}]}}
+             for function in ("serve", "erlang_c", "queueing_latency", "batching_tax")]
+    return submission(ident, *tests)
+
+
+def test_a_submission_that_does_not_import_is_one_cluster_per_error() -> None:
+    clusters = cluster([unimportable("ann", "ModuleNotFoundError: No module named 'numpy'"),
+                        unimportable("ben", "ModuleNotFoundError: No module named 'numpy'"),
+                        unimportable("cat", "SyntaxError: invalid syntax")],
+                       load_catalogue())
+    assert sorted((c.members, c.label) for c in clusters) == [
+        (["ann", "ben"], "does not import: serving.py could not be imported: "
+                         "ModuleNotFoundError: No module named 'numpy' (serving.py line 1)"),
+        (["cat"], "does not import: serving.py could not be imported: SyntaxError: invalid "
+                  "syntax (serving.py line 1)")]
+
+
+def test_the_class_page_shows_the_import_and_finding_clusters(tmp_path: Path) -> None:
+    entries = [unimportable("ann", "SyntaxError: invalid syntax"),
+               submission("ben", found_test("iphone", 0.001, UNITS), passed("erlang_c"))]
+    rows = cluster_rows(cluster(entries, load_catalogue()), 6, key=label_key(tmp_path),
+                        names=True, pages=set())
+    page = build_class_page(with_classes(class_report(entries), rows, None), names=True)
+    assert "does not import: serving.py could not be imported: SyntaxError" in page
+    assert "1000× too small: as if in seconds" in page
