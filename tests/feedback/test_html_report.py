@@ -661,13 +661,15 @@ def test_the_buggy_page_carries_the_feedback_of_its_failed_tests(
                               re.DOTALL)
             assert block is not None, test["name"]
             for line in shown:
-                following = re.fullmatch(r"  (.+): wrong too, following from (\w+)", line)
+                following = re.fullmatch(r"(?:  |every failed case: )(.+): wrong too, "
+                                         r"following from (\w+|your \w+)", line)
                 if following is None:
                     assert html_escape(line) in block.group(0), line
                     continue
                 for field in following.group(1).split(", "):  # each with its values here
+                    root = re.escape(following.group(2))
                     assert re.search(rf"\n  {field}: expected .*, got .* - follows from "
-                                     rf"{following.group(2)}\n", block.group(0)), line
+                                     rf"{root}\n", block.group(0)), line
         else:
             assert html_escape(test["name"]) in page
             assert html_escape(test["output"]) not in page
