@@ -133,10 +133,6 @@ def moved_case(case: Case, move: Move) -> Case:
                                args=tuple(args), kwargs=kwargs)
 
 
-def is_probe(case: Case) -> bool:
-    return PROBE_MARK in case.case_id
-
-
 # --- callee probes: a function the case's function calls, at the inputs the lab gives it ---
 
 
