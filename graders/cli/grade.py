@@ -257,7 +257,8 @@ def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
     (pytest's report of the interrupt can itself fail, as an internal error)."""
     start_probe()  # the confinement probe runs while pytest starts
     with tempfile.TemporaryDirectory(prefix="serving-grade-") as directory, \
-            _environment(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+            _environment(**{**dict.fromkeys(_pytest_environment()),
+                            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
                          # Hypothesis keeps no examples (database=None), but would still
                          # make .hypothesis/
                          HYPOTHESIS_STORAGE_DIRECTORY=str(Path(directory) / ".hypothesis")):
@@ -381,11 +382,22 @@ def _install_text(text: str, target: str, flag: str) -> None:
                               f"{error.strerror or error}") from None
 
 
+def _pytest_environment() -> list[str]:
+    """The variables of this environment that pytest reads (``PYTEST_ADDOPTS``,
+    ``PYTEST_PLUGINS``, ...): the official grade reads none of them."""
+    return [name for name in os.environ if name.startswith("PYTEST_")]
+
+
 @contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """Set environment variables for the grading run, and restore them after it."""
+def _environment(**values: str | None) -> Iterator[None]:
+    """Set (or, for None, remove) environment variables for the grading run, and restore
+    them after it."""
     saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     try:
         yield
     finally:

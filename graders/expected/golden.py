@@ -118,19 +118,20 @@ def cases_digest(inputs: Mapping[str, str]) -> str:
 
 
 def build_probes(golden: Mapping[str, Any], cases: Iterable[Case], expected: Any,
-                 withheld: Iterable[Case] = ()) -> bytes:
+                 withheld: Iterable[Case] = (), examples: Iterable[Case] = ()) -> bytes:
     """The probes file for ``golden`` (a :func:`build_golden` document): the expected value
-    at each probe of each of ``cases`` (its visible cases) that ``expected`` computes, as
-    gzipped JSON. A probe outside the lab's domain (the reference raises) is left out: the
-    diagnosis then has no value there, as an official grading has none. So is one at the
-    inputs of a case of ``withheld`` (the hidden tests'), whose answer the bundle never
-    tells."""
+    at each probe of each of ``cases`` (its visible cases), and at each of ``examples``
+    (the invariant tests' calls), that ``expected`` computes, as gzipped JSON. A probe
+    outside the lab's domain (the reference raises) is left out: the diagnosis then has no
+    value there, as an official grading has none. So is one at the inputs of a case of
+    ``withheld`` (the hidden tests'), whose answer the bundle never tells."""
     from graders.grading.probes import probe_cases  # the probes' inputs, only when built
 
     hidden = {fingerprint(case) for case in withheld}
     values: dict[str, Any] = {}
-    for case in cases:
-        for probe in probe_cases(case, expected(case)):
+    asked = [probe_cases(case, expected(case)) for case in cases]
+    for probes in [*asked, *([example] for example in examples)]:
+        for probe in probes:
             if probe.key in values or fingerprint(probe) in hidden:
                 continue
             try:

@@ -27,10 +27,17 @@ from fractions import Fraction
 from pathlib import Path
 
 from graders.errors import GraderError
-from graders.expected.golden import GOLDEN_NAME, PROBES_NAME, build_golden, build_probes
+from graders.expected.golden import (
+    GOLDEN_NAME,
+    PROBES_NAME,
+    build_golden,
+    build_probes,
+    from_json_data,
+)
+from graders.export.invariant_answers import lab_cases
 from graders.grading.cases import Case
 from graders.grading.scoring import GraderMark, decimal_text, scaled_maxima
-from graders.plugin.settings import read_secret
+from graders.plugin.settings import DEFAULT_EXAMPLES, read_secret
 from graders.reality.store import REALITY_NAME
 from graders.sandbox.cleanup import remove_tree
 from graders.suite import EXTENSIONS_MODULE, HIDDEN_PREFIX
@@ -235,8 +242,10 @@ def export_student(target: Path, *, max_score: Fraction = Fraction(100),
     tracks = load_tracks(root / "tracks")
     cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
     golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=float(share))
+    bound = tuple(track.with_profile(from_json_data(golden["tracks"][track.track_id]["profile"]))
+                  for track in tracks)  # as the bundle binds them: its calls' inputs
     probes = build_probes(golden, visible_cases(tracks), ReferenceOracle().expected,
-                          hidden_cases())
+                          hidden_cases(), lab_cases(bound, DEFAULT_EXAMPLES))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".student-", dir=target.parent))
     staging.chmod(0o755)

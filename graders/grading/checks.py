@@ -174,7 +174,7 @@ def ordered_differences(differences: Sequence[Difference], diagnosis: Diagnosis
     return sorted(differences, key=lambda d: base_field(d.field) in diagnosis.follows)
 
 
-def _short_number(value: Any) -> str:
+def short_number(value: Any) -> str:
     if isinstance(value, float) and math.isfinite(value):
         return f"{value:.5g}"
     return _number(value)
@@ -257,8 +257,8 @@ def missed_case(case: Case, outcome: CallOutcome, differences: list[Difference])
     first = differences[0] if differences else None
     if first is None:
         return where
-    return (f"{where}: {first.field} expected {_short_number(first.expected)}, "
-            f"got {_short_number(first.actual)}")
+    return (f"{where}: {first.field} expected {short_number(first.expected)}, "
+            f"got {short_number(first.actual)}")
 
 
 def shown_fields(differences: Sequence[Difference], diagnosis: Diagnosis, *, hints: bool
@@ -472,8 +472,8 @@ class Grading:
             return True, None
         first = differences[0]
         self._first_problem = self._first_problem or (
-            f"{first.field} expected {_short_number(first.expected)}, "
-            f"got {_short_number(first.actual)}")
+            f"{first.field} expected {short_number(first.expected)}, "
+            f"got {short_number(first.actual)}")
         found = self._case_diagnosis(case)
         diagnosis = found if found is not None else diagnose(
             case.function, case_inputs(case.function, case.args, case.kwargs), expected,
@@ -559,6 +559,18 @@ class Grading:
                           *more_cases_line(len(shown) - count)])
 
 
+@dataclass(frozen=True)
+class Explanation:
+    """What is known of a falsified invariant example: words that end its message's line
+    (``suffix``), and lines of their own under it."""
+
+    suffix: str = ""
+    lines: tuple[str, ...] = ()
+
+
+NO_EXPLANATION = Explanation()
+
+
 class Answer:
     """A student call asked through :meth:`Student.ask`: made with every call asked before
     it, pipelined, when its value is first read."""
@@ -604,15 +616,22 @@ class Student:
     pipeline when the test is done.
 
     ``gate`` says why the test's function has not earned its invariants (None when it
-    has). The same input must always get the same answer.
+    has). The same input must always get the same answer. ``explain`` reads the answers of
+    a falsifying example and says what is known of them: the lab's values beside the
+    student's, and the failing cases they follow from (:meth:`explanation`).
     """
 
     def __init__(self, runner: StudentRunner, *, test_name: str = "",
                  gate: Callable[[], str | None] = lambda: None,
-                 record: Callable[[str], None] = lambda asked: None) -> None:
+                 record: Callable[[str], None] = lambda asked: None,
+                 explain: Callable[[Sequence[Answer]], Explanation] = lambda answers: NO_EXPLANATION
+                 ) -> None:
         self._runner = runner
         self._gate = gate
         self._record = record
+        self._explain = explain
+        #: Every call asked, in order (a falsifying example's are a slice of it).
+        self.asked: list[Answer] = []
         #: The first answer to each input asked (compared with any later one).
         self._answers: dict[str, Any] = {}
         #: Calls asked and not sent yet, and calls sent and not answered yet, in order.
@@ -639,7 +658,14 @@ class Student:
         self._record(f"{self.test_name}\n{asked}\n")
         answer = Answer(self, function, args, kwargs, asked, encoded)
         self._unsent.append(answer)
+        self.asked.append(answer)
         return answer
+
+    def explanation(self, answers: Sequence[Answer]) -> Explanation:
+        """What is known of a falsifying example's ``answers``: only answers already made
+        are read, so explaining calls nothing."""
+        made = [answer for answer in answers if answer.outcome is not None]
+        return self._explain(made) if made else NO_EXPLANATION
 
     def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
         """Call ``function`` now; return its plain result, or raise

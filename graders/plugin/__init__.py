@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -108,6 +109,19 @@ def _fail_grading(config: pytest.Config, settings: Settings, reason: str) -> Non
     config.pluginmanager.register(FailedGrading(reason), "serving-grader-failed")
 
 
+def _refuse_what_changes_the_grade(config: pytest.Config) -> None:
+    """Refuse, in one line, what would grade other than the official grading does: an
+    interpreter that strips ``assert`` statements (``-O``), and tests spread over
+    processes (pytest-xdist's ``-n``), whose scores the grader never sees."""
+    if sys.flags.optimize:
+        raise usage_error("Python runs with -O (or PYTHONOPTIMIZE set), which strips the "
+                          "grading suite's checks; run it without -O and PYTHONOPTIMIZE")
+    workers = config.getoption("numprocesses", default=None)
+    if workers not in (None, 0, "0") or config.getoption("dist", default="no") != "no":
+        raise usage_error("pytest-xdist (-n, --dist) runs tests in other processes, which "
+                          "the grader cannot score; run it without -n")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
@@ -117,6 +131,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if not settings.grading:
         return
+    _refuse_what_changes_the_grade(config)
     from graders.sandbox.confinement import start_probe
 
     start_probe()  # runs while the outputs are checked and the submission is read

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from graders.grading.cases import Case
-from graders.grading.checks import Grading, Student
+from graders.grading.checks import NO_EXPLANATION, Grading, Student
 from graders.grading.credit import FunctionEvidence
 from graders.grading.function_diagnosis import FunctionDiagnosis
+from graders.plugin.invariant_notes import explain_example
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, SESSION_KEY, TALLY_KEY
 from graders.sandbox.runner import CallOutcome
@@ -66,8 +67,11 @@ def student(request: pytest.FixtureRequest) -> Student:
         session.settle()  # asked before any call: the student's calls find the worker idle
         return refusal
 
+    hidden = score is not None and score.visibility != "visible"
     return Student(session.runner, test_name=request.node.name, gate=gate,
-                   record=lambda asked: session.invariant_inputs.update(asked.encode()))
+                   record=lambda asked: session.invariant_inputs.update(asked.encode()),
+                   explain=(lambda answers: NO_EXPLANATION) if hidden else
+                   lambda answers: explain_example(session, answers))
 
 
 @pytest.fixture

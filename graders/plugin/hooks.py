@@ -127,6 +127,8 @@ class GradingHooks:
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal's report of it, which can fail
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        if excinfo.errisinstance(pytest.Session.Interrupted):
+            return  # a plugin ended the session on purpose (--sw): a partial run, no signal
         self.interrupted = interrupted_by(excinfo.value)
 
     def pytest_internalerror(self, excrepr: object,
@@ -165,6 +167,10 @@ class GradingHooks:
             _finish_anyway(self.session, failure=f"{type(error).__name__}: {error}")
         if self.session.grader_failure is not None and interrupted is None:
             session.exitstatus = GRADER_FAILED_EXIT  # one verdict: the exit code says it too
+        elif exitstatus == pytest.ExitCode.INTERRUPTED and interrupted is None:
+            # a plugin stopped the session at a failed test (--sw): that test failed, and
+            # the run is partial; no signal interrupted it
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         _junit_written_points(session.config, self.session)
         _quiet_unused_hypothesis(session.config)
 
@@ -231,11 +237,11 @@ def _add_suite(session: pytest.Session, grading: GradingSession,
     hidden tests last: their worker starts only after every visible call was made."""
     if not _extensions_on(grading):  # not even listed
         items[:] = [item for item in items if not _is_extension(item)]
-    if any(Path(item.path).parent == SUITE_DIR for item in items):
-        suite = _suite_items(session, grading, quietly=True)
-    else:
-        suite = _suite_items(session, grading, quietly=False)
-        items.extend(suite)
+    # every test of the suite, whatever a selection or a plugin (--lf, --sw) leaves of it:
+    # those not run are "not run", never points scaled up from the others
+    suite = _suite_items(session, grading, quietly=True)
+    if not any(Path(item.path).parent == SUITE_DIR for item in items):
+        items.extend(_suite_items(session, grading, quietly=False))
     _assign_maxima(grading, suite, items)
     items.sort(key=lambda item: _visibility(item) != "visible")
 
@@ -435,14 +441,20 @@ def _score_phase(item: pytest.Item, score: TestScore, report: pytest.TestReport,
         fraction = Fraction(tally.passed, tally.total) * tally.share
         return score.with_outcome("failed", fraction, str(excinfo.value), *cases,
                                   failed_cases=tally.kept)
-    return score.with_outcome("failed", Fraction(0), _output(report, hidden, "failed"), *cases)
+    return score.with_outcome("failed", Fraction(0),
+                              _output(report, hidden, "failed", excinfo), *cases)
 
 
-def _output(report: pytest.TestReport, hidden: bool, status: str) -> str:
+def _output(report: pytest.TestReport, hidden: bool, status: str,
+            excinfo: pytest.ExceptionInfo[BaseException] | None = None) -> str:
     if hidden:
         return f"This test {status}; its cases are hidden."
     if report.skipped and isinstance(report.longrepr, tuple):
         return f"skipped: {report.longrepr[2]}"
+    if excinfo is not None and excinfo.errisinstance(AssertionError):
+        # every line of the suite's own message (pytest marks only the first with "E")
+        text = excinfo.exconly().strip()
+        return shortened(text, MAX_FEEDBACK_CHARS) or status
     text = report.longreprtext.strip()
     lines = [line[2:] if line.startswith("E ") else line for line in text.splitlines()
              if line.startswith("E ")] or text.splitlines()[-20:]

@@ -53,6 +53,9 @@ MAX_SECONDS = 24 * 3600.0
 MAX_TOLERANCE = 1.0
 #: The most examples one invariant test may draw.
 MAX_EXAMPLES = 10_000
+#: Examples per invariant test in an official grading (the student bundle knows the lab's
+#: answers at these).
+DEFAULT_EXAMPLES = 25
 #: The largest weight of a test (a marker's points): ten times the shipped suite's total.
 MAX_WEIGHT = 1000.0
 
@@ -154,7 +157,7 @@ OPTIONS: tuple[Option, ...] = (
            "seconds the student's code may take in one grading, all calls, imports and "
            "restarts together; past it the remaining calls are refused (up to "
            f"{MAX_SECONDS:g}; default {Limits.total_budget_s:g})", "SECONDS"),
-    Option("examples", "--grader-examples", ranged_int(1, MAX_EXAMPLES), 25,
+    Option("examples", "--grader-examples", ranged_int(1, MAX_EXAMPLES), DEFAULT_EXAMPLES,
            f"examples per invariant test, drawn by a fixed generator, 1 to {MAX_EXAMPLES} "
            "(default 25)", "N"),
     Option("sandbox_user", "--grader-sandbox-user", str, DEFAULT_SANDBOX_USER,

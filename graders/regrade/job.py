@@ -134,11 +134,13 @@ def grade_arguments(staged: Path, results: Path, slot: Slot, options: list[str])
 
 
 def child_environment(slot: Slot) -> dict[str, str]:
-    """This environment, with the slot's TMPDIR, no pytest settings, this grader first on
-    the path (so the grading process grades with exactly the code that planned the job),
-    and, as root, the slot user's lock handed down (see :func:`passed_fds`)."""
+    """This environment, with the slot's TMPDIR, no pytest settings and no -O (which the
+    grading refuses), this grader first on the path (so the grading process grades with
+    exactly the code that planned the job), and, as root, the slot user's lock handed down
+    (see :func:`passed_fds`)."""
     environment = {key: value for key, value in os.environ.items()
-                   if not key.startswith("PYTEST_") and key != LOCK_VARIABLE}
+                   if not key.startswith("PYTEST_")
+                   and key not in (LOCK_VARIABLE, "PYTHONOPTIMIZE")}
     environment["TMPDIR"] = str(slot.temp)
     if slot.user is not None and slot.user.claim is not None:
         environment.update(slot.user.claim.inheritance())

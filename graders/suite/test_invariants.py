@@ -12,6 +12,7 @@ PYTEST_DONT_REWRITE: the suite asserts with messages of its own, and reads the s
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ import pytest
 
 from graders.grading import examples as st
 from graders.grading.cases import UNIT_VARIANTS, with_units
-from graders.grading.checks import Answer, Student
+from graders.grading.checks import Answer, Explanation, Student
 from graders.grading.compare import Tolerance, compare
 from graders.trackfiles.tracks import Track
 
@@ -61,10 +62,12 @@ def run_property(student: Student, examples: int, *inputs: st.Inputs) -> Callabl
         try:
             for example in drawn:
                 steps = check(*example)
+                first = len(student.asked)
                 _step(steps, names, example, last=False)
-                asked.append((steps, example))
-            for steps, example in asked:
-                _step(steps, names, example, last=True)
+                asked.append((steps, example, student.asked[first:]))
+            for steps, example, answers in asked:
+                _step(steps, names, example, last=True,
+                      explain=functools.partial(student.explanation, answers))
         finally:
             student.settle()  # the worker is left idle for the next test
 
@@ -72,9 +75,9 @@ def run_property(student: Student, examples: int, *inputs: st.Inputs) -> Callabl
 
 
 def _step(steps: Iterator[None], names: list[str], example: tuple[Any, ...], *,
-          last: bool) -> None:
+          last: bool, explain: Callable[[], Explanation] = Explanation) -> None:
     """Run one check's next part: its asks (to its ``yield``), or (``last``) its checks; a
-    failed assertion names the falsifying example."""
+    failed assertion names the falsifying example, then what ``explain`` knows of it."""
     try:
         next(steps)
     except StopIteration:
@@ -84,7 +87,9 @@ def _step(steps: Iterator[None], names: list[str], example: tuple[Any, ...], *,
     except AssertionError as error:
         shown = ", ".join(f"{name}={_shown(value)}"
                           for name, value in zip(names, example, strict=True))
-        raise type(error)(f"{error} (falsifying example: {shown})") from None
+        known = explain()
+        lines = [f"{error} (falsifying example: {shown}){known.suffix}", *known.lines]
+        raise type(error)("\n  ".join(lines)) from None
     if last:
         raise TypeError("an invariant check must yield exactly once")
 

@@ -235,3 +235,21 @@ def test_golden_grading_totals_the_visible_points_by_default(golden_file: Path,
     assert results["extra_data"]["max_score"] == 95.0
     assert all(t["visibility"] == "visible" for t in results["tests"])
     assert len(results["tests"]) == 46
+
+
+def test_every_invariant_test_asks_calls_the_bundle_can_answer() -> None:
+    from graders.expected.invariant_examples import INVARIANT_MARK
+    from graders.export.invariant_answers import lab_cases
+    from graders.suite import test_invariants as suite
+
+    tracks = load_tracks(default_tracks_dir())
+    cases = lab_cases(tracks, 2)
+    assert len({case.key for case in cases}) == len(cases)
+    assert all(case.case_id.startswith(INVARIANT_MARK) for case in cases)
+    # every function an invariant is about is asked, and the tracks' profiles are passed
+    assert {case.function for case in cases} >= {
+        test.pytestmark[0].kwargs["function"]
+        for name, test in vars(suite).items() if name.startswith("test_")}
+    # more examples ask more calls; the same examples, the same calls
+    assert {c.key for c in cases} < {c.key for c in lab_cases(tracks, 3)}
+    assert [c.key for c in cases] == [c.key for c in lab_cases(tracks, 2)]

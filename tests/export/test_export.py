@@ -376,6 +376,18 @@ SAME_HINT_SLIPS = ("bt_formation_b_not_b_minus_1", "cc_single_device",
                    "cs_zero_init_means_profile", "erlang_rate_single_server", "ql_slo_on_mean")
 
 
+#: Slips that falsify invariants on tracks' profiles, in other units (following from the
+#: function's failing cases) and alone (every visible case right): the bundle knows the
+#: lab's answers at the very calls an official grading makes.
+INVARIANT_SLIPS = ("qf_magnitude_only", "cc_profile_mb_first")
+
+
+def invariant_outputs(results: dict[str, Any]) -> dict[str, str]:
+    """The output of each falsified invariant, by test name."""
+    return {test["name"]: test["output"] for test in results["tests"]
+            if "(falsifying example: " in test["output"]}
+
+
 def hint_lines(results: dict[str, Any]) -> dict[str, list[str]]:
     """The hint lines of each failed test's output, by test name."""
     return {test["name"]: [line.strip() for line in test["output"].splitlines()
@@ -475,7 +487,7 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
 
     # the same hints for the same visible failures: the bundle's diagnosis runs its
     # experiments with the golden probes file, the official one with the reference
-    for slip in SAME_HINT_SLIPS:
+    for slip in (*SAME_HINT_SLIPS, *INVARIANT_SLIPS):
         (clone / "serving.py").write_text(slip_source(slip), encoding="utf-8")
         student = run([pytest_bin, "--grader-results", f"{slip}.json"], cwd=clone,
                       env=no_bytecode)
@@ -489,9 +501,21 @@ def test_the_student_bundle_installs_and_pytest_grades_it(bundle: Path, tmp_path
         assert bundle_hints == {name: lines for name, lines in
                                 hint_lines(load(official / "r.json")).items()
                                 if name in bundle_hints}, slip
+        # a falsified invariant reads the same, the lab's answers beside the student's
+        bundle_invariants = invariant_outputs(load(clone / f"{slip}.json"))
+        assert bundle_invariants == invariant_outputs(load(official / "r.json")), (
+            slip, bundle_invariants, invariant_outputs(load(official / "r.json")))
+        if slip in INVARIANT_SLIPS:
+            assert bundle_invariants, slip
+            assert all("beside the lab's answer:" in text or "; this follows from " in text
+                       for text in bundle_invariants.values()), bundle_invariants
+            if slip == "cc_profile_mb_first":  # its visible cases all pass
+                assert all("beside the lab's answer:" in text
+                           for text in bundle_invariants.values()), bundle_invariants
 
     # the Classroom workflow's grading step, as the workflow runs it: a preview of the
     # visible tests, said in the reporter's document, on the run's page and in the log
+    shutil.copyfile(CORPUS / BUGGY / "serving.py", clone / "serving.py")
     workflow = (clone / ".github" / "workflows" / "classroom.yml").read_text(encoding="utf-8")
     step = re.search(r"^ +run: (graders grade serving\.py --github-output.*)$", workflow,
                      flags=re.MULTILINE)
