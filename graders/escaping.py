@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 
 #: Characters escaped in every medium (see the module docstring).
 _CONTROL = re.compile(
@@ -53,10 +54,54 @@ def single_line(text: str) -> str:
     return escape_controls(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
-def for_terminal(text: str) -> str:
+#: Readable ASCII for the symbols the grader's own texts use (hints, rules), for a stream
+#: that cannot show them (a Windows console or file in cp1252, a Latin-1 locale).
+ASCII_SPELLINGS = {
+    "λ": "lambda", "μ": "mu", "µ": "u", "ρ": "rho", "σ": "sigma", "≥": ">=", "≤": "<=",
+    "≠": "!=", "≈": "~", "−": "-", "–": "-", "—": "--", "·": "*", "×": "x", "÷": "/",
+    "→": "->", "←": "<-", "…": "...", "²": "^2", "³": "^3", "√": "sqrt", "∞": "inf",
+    "±": "+/-", "‘": "'", "’": "'", "“": '"', "”": '"', "°": " deg", "⌈": "ceil(",
+    "⌉": ")", "⌊": "floor(", "⌋": ")",
+}
+
+
+def encodable(text: str, encoding: str | None) -> str:
+    """``text`` as a stream in ``encoding`` can show it: each character it cannot encode
+    spelled in ASCII (:data:`ASCII_SPELLINGS`, else its compatibility decomposition's
+    ASCII letters, else ``?``), so a line never turns into ``\u2265`` or a crash."""
+    if not encoding:
+        return text
+    try:
+        text.encode(encoding)
+        return text
+    except UnicodeEncodeError:
+        pass
+    except LookupError:  # an encoding Python does not know: ASCII is safe
+        encoding = "ascii"
+    import unicodedata
+
+    def shown(character: str) -> str:
+        try:
+            character.encode(encoding)
+            return character
+        except UnicodeEncodeError:
+            spelled = ASCII_SPELLINGS.get(character)
+            if spelled is None:
+                decomposed = unicodedata.normalize("NFKD", character)
+                spelled = decomposed.encode("ascii", "ignore").decode("ascii") or "?"
+            return spelled
+
+    return "".join(shown(character) for character in text)
+
+
+def for_terminal(text: str, encoding: str | None = None) -> str:
     """``text`` for a terminal: no escape sequence (colours, cursor moves, a window title)
-    or carriage return reaches it; nothing else is changed."""
-    return escape_controls(text)
+    or carriage return reaches it, and what its encoding (``encoding``, else the
+    interpreter's standard output's) cannot show is spelled in ASCII; nothing else is
+    changed."""
+    stream = getattr(sys, "__stdout__", None)
+    return encodable(escape_controls(text),
+                     encoding or getattr(stream, "encoding", None) or "utf-8")
 
 
 def for_markdown(text: str) -> str:

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from graders.cli.paths import absolute_paths, path_destinations
 from graders.errors import GraderError
@@ -37,6 +37,13 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        """Each value as argparse reads it, but an empty one is refused: ``--out ''`` is a
+        slip (an unset shell variable), never "not given" and never the current folder."""
+        if arg_string == "" and action.nargs not in (0, argparse.PARSER, argparse.REMAINDER):
+            raise argparse.ArgumentError(action, "is empty: give it a value")
+        return super()._get_value(action, arg_string)
 
 
 class _VersionAction(argparse.Action):

@@ -422,11 +422,27 @@ def _fail_under(text: str | None, max_score: str | None) -> float | None:
 
 
 def _github_output() -> Path:
+    """The file GitHub Actions reads step outputs from, checked before grading: the line
+    is appended to it once the grading is done, and a grading that could not append it
+    would be lost."""
     value = os.environ.get("GITHUB_OUTPUT")
     if not value:
         raise SettingsError("--github-output needs the GITHUB_OUTPUT environment variable "
                             "(set by GitHub Actions); use --classroom FILE elsewhere")
-    return Path(value)
+    path = Path(os.path.abspath(value))
+    problem = None
+    if path.is_symlink() or path.exists() and not path.is_file():
+        problem = "it is not a regular file"
+    elif path.exists() and not os.access(path, os.W_OK):
+        problem = "it cannot be written"
+    elif not path.exists() and not path.parent.is_dir():
+        problem = f"its folder {str(path.parent)!r} does not exist"
+    elif not path.exists() and not os.access(path.parent, os.W_OK | os.X_OK):
+        problem = f"its folder {str(path.parent)!r} cannot be written"
+    if problem is not None:
+        raise SettingsError(f"--github-output: GITHUB_OUTPUT {value!r} cannot take the "
+                            f"result: {problem}")
+    return path
 
 
 def _install_outputs(scratch: Path, targets: dict[str, str | None]) -> None:

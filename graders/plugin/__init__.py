@@ -45,6 +45,8 @@ def _resolve_settings(config: pytest.Config) -> Settings:
     raw: dict[str, Any] = {}
     for option in OPTIONS:
         value = config.getoption(f"grader_{option.name}")
+        if value == "":  # an unset shell variable, never "not given"
+            raise usage_error(f"{option.flag} is empty: give it a value")
         if value is not None:
             raw[option.name] = (value, False)
             continue

@@ -278,12 +278,14 @@ def _close_class_folders(root: Path, out: Path) -> list[str]:
 
 def grade_options(args: argparse.Namespace) -> list[str]:
     """The ``graders grade`` options every job shares, validated once up front."""
+    from graders.trackfiles.tracks import default_tracks_dir, load_tracks
+
     options: list[str] = []
     if args.tracks:
-        from graders.trackfiles.tracks import load_tracks
-
         load_tracks(args.tracks)
         options += ["--tracks", str(Path(args.tracks).resolve())]
+    else:  # as graders grade does: no job could grade without them (an installed grader)
+        load_tracks(default_tracks_dir())
     for option in grade_changing_options():  # each as graders grade and the exports take it
         value = getattr(args, option.name)
         if value is not None:
@@ -492,6 +494,11 @@ def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: 
                 title=f"Scores of {report['graded']} graded submissions",
                 apart=report["histogram"]["apart"])):
             picture = drawn
+    else:  # an earlier run's picture would stand beside this run's report as its own
+        try:
+            (out / "histogram.png").unlink(missing_ok=True)
+        except OSError as error:
+            failures.append(f"removing the earlier {out / 'histogram.png'} failed: {error}")
     attempt(out / "report.md", lambda: _write_text(
         out / "report.md",
         markdown(report, histogram_file=picture.name if picture else None)))

@@ -52,8 +52,10 @@ def discover(root: Path, *, exclude: Path | None = None
              ) -> tuple[list[ClassSubmission], list[str]]:
     """The submissions below ``root`` sorted by id, and warnings about what was skipped.
 
-    Each folder is a submission, and so is each ``*.py`` file; hidden entries,
-    ``__MACOSX`` and ``exclude`` (the output folder, if it lies inside) are skipped.
+    Each folder is a submission, and so is each file (a ``*.py`` one is graded; any other,
+    a notebook or a zip as an LMS download holds them, gets its row and the reason it
+    cannot be graded); hidden entries, ``__MACOSX``, the metadata file and ``exclude``
+    (the output folder, if it lies inside) are skipped.
     """
     if not root.is_dir():
         raise SubmissionError(f"submissions folder {str(root)!r} is not a folder")
@@ -78,6 +80,8 @@ def discover(root: Path, *, exclude: Path | None = None
             ident = visible_name(entry.stem)
         elif entry.is_dir() or entry.is_symlink():  # a link is listed, and refused when read
             ident = visible_name(entry.name)
+        elif entry.name != METADATA_NAME:  # an LMS download's other files (a notebook, a
+            ident = visible_name(entry.stem)  # zip, serving.PY): rejected, with the reason
         else:
             continue
         if ident in found:

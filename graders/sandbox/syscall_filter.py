@@ -17,6 +17,8 @@ from typing import NamedTuple
 CLONE_NEW = 0x7E020000
 AF_UNIX = 1
 TIOCSTI = 0x5412
+#: prctl(2)'s option that sets (or, with 0, clears) the signal sent at the parent's death.
+PR_SET_PDEATHSIG = 1
 TIOCLINUX = 0x541C
 #: personality(2) values Docker allows: Linux, Linux32, UNAME26 with each, and a query.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
@@ -33,14 +35,22 @@ class Arg(NamedTuple):
 
 
 class Rule(NamedTuple):
-    """One refused system call: its numbers on x86_64 and aarch64, its errno, why."""
+    """One refused system call: its numbers on x86_64 and aarch64 (None where the
+    architecture has no such call), its errno, why."""
 
     name: str
-    x86_64: int
-    aarch64: int
+    x86_64: int | None
+    aarch64: int | None
     error: int
     reason: str
     when: Arg | None = None
+
+
+#: In an argument test's values, the pid of the process that installs the filter (a pid
+#: argument of 0 also means it): ``Arg(0, "not in", (0, OWN_PID))`` refuses any other pid.
+OWN_PID = -1
+#: Refused unless its first argument is 0 or the worker's own pid.
+OTHER_PID = Arg(0, "not in", (0, OWN_PID))
 
 
 EPERM, ENOSYS, EAFNOSUPPORT = errno.EPERM, errno.ENOSYS, errno.EAFNOSUPPORT
@@ -93,6 +103,52 @@ RULES: tuple[Rule, ...] = (
     Rule("process_vm_writev", 311, 271, EPERM, "writes another process's memory"),
     Rule("pidfd_getfd", 438, 438, EPERM, "takes another process's descriptors"),
     Rule("kcmp", 312, 272, EPERM, "compares other processes' kernel objects"),
+    # other processes of its user: without namespaces, the grader's and a classmate's worker
+    Rule("prlimit64", 302, 261, EPERM, "sets another process's limits (a classmate's files)",
+         OTHER_PID),
+    Rule("setpriority", 141, 140, EPERM, "renices its user's processes, or all of them"),
+    Rule("ioprio_set", 251, 30, EPERM, "changes its user's processes' disk priority"),
+    Rule("sched_setaffinity", 203, 122, EPERM, "pins another process to CPUs", OTHER_PID),
+    Rule("sched_setscheduler", 144, 119, EPERM, "reschedules another process", OTHER_PID),
+    Rule("sched_setparam", 142, 118, EPERM, "reschedules another process", OTHER_PID),
+    Rule("sched_setattr", 314, 274, EPERM, "reschedules another process", OTHER_PID),
+    Rule("migrate_pages", 256, 238, EPERM, "moves another process's memory", OTHER_PID),
+    Rule("move_pages", 279, 239, EPERM, "moves another process's memory", OTHER_PID),
+    Rule("getsid", 124, 156, EPERM, "reads another's session: tells a grading from a regrade",
+         OTHER_PID),
+    Rule("getpgid", 121, 155, EPERM, "reads another's process group, as getsid", OTHER_PID),
+    Rule("prctl", 157, 167, EPERM, "clears its parent-death signal: outlives its grader",
+         Arg(0, "in", (PR_SET_PDEATHSIG,))),
+    Rule("pidfd_open", 434, 434, EPERM, "holds another process (the grader) by a descriptor"),
+    Rule("pidfd_send_signal", 424, 424, EPERM, "signals a process by its descriptor"),
+    Rule("inotify_init", 253, None, EPERM, "watches folders: learns other gradings' names"),
+    Rule("inotify_init1", 294, 26, EPERM, "watches folders: learns other gradings' names"),
+    Rule("fanotify_init", 300, 262, EPERM, "watches files and mounts beyond the box"),
+    # its user's files' metadata, which Landlock leaves to the owner (no lab function
+    # needs any: the box's files are made by the grader, with their modes)
+    Rule("chmod", 90, None, EPERM, "changes the modes of its user's files outside the box"),
+    Rule("fchmod", 91, 52, EPERM, "changes a file's mode, as chmod"),
+    Rule("fchmodat", 268, 53, EPERM, "changes a file's mode, as chmod"),
+    Rule("fchmodat2", 452, 452, EPERM, "changes a file's mode, as chmod (Linux 6.6)"),
+    Rule("chown", 92, None, EPERM, "changes the group of its user's files outside the box"),
+    Rule("fchown", 93, 55, EPERM, "changes a file's owner or group, as chown"),
+    Rule("lchown", 94, None, EPERM, "changes a file's owner or group, as chown"),
+    Rule("fchownat", 260, 54, EPERM, "changes a file's owner or group, as chown"),
+    Rule("utime", 132, None, EPERM, "sets its user's files' times outside the box"),
+    Rule("utimes", 235, None, EPERM, "sets a file's times, as utime"),
+    Rule("futimesat", 261, None, EPERM, "sets a file's times, as utime"),
+    Rule("utimensat", 280, 88, EPERM, "sets a file's times, as utime"),
+    Rule("setxattr", 188, 5, EPERM, "tags its user's files outside the box"),
+    Rule("lsetxattr", 189, 6, EPERM, "tags a file, as setxattr"),
+    Rule("fsetxattr", 190, 7, EPERM, "tags a file, as setxattr"),
+    Rule("setxattrat", 463, 463, EPERM, "tags a file, as setxattr (Linux 6.13)"),
+    Rule("removexattr", 197, 14, EPERM, "removes its user's files' tags outside the box"),
+    Rule("lremovexattr", 198, 15, EPERM, "removes a file's tags, as removexattr"),
+    Rule("fremovexattr", 199, 16, EPERM, "removes a file's tags, as removexattr"),
+    Rule("removexattrat", 466, 466, EPERM, "removes a file's tags, as removexattr (Linux 6.13)"),
+    # memory the address-space bound does not count as it is used, and that can outlive it
+    Rule("memfd_create", 319, 279, EPERM, "memory as a file: past the memory bound, passable"),
+    Rule("memfd_secret", 447, 447, EPERM, "memory as a file, as memfd_create"),
     # the kernel's attack surface, which no serving.py needs
     Rule("bpf", 321, 280, EPERM, "loads programs into the kernel"),
     Rule("perf_event_open", 298, 241, EPERM, "performance counters: side channels"),
@@ -190,10 +246,13 @@ def _refuse(error: int) -> bytes:
 ALLOW = instruction(RETURN, SECCOMP_RET_ALLOW)
 
 
-def _argument_test(rule: Rule, when: Arg) -> list[bytes]:
-    """The instructions after a match of ``rule``'s number: load the argument, return."""
+def _argument_test(rule: Rule, when: Arg, own_pid: int) -> list[bytes]:
+    """The instructions after a match of ``rule``'s number: load the argument, return
+    (:data:`OWN_PID` among the values is ``own_pid``)."""
     refuse, allow = _refuse(rule.error), ALLOW
     load = instruction(LOAD, ARGS + 8 * when.position)  # the low half: little-endian
+    values = tuple(own_pid if value == OWN_PID else value for value in when.values)
+    when = when._replace(values=values)
     count = len(when.values)
     if when.test == "any":
         return [load, instruction(JSET, when.values[0], 0, 1), refuse, allow]
@@ -213,16 +272,21 @@ def _prologue(architecture: Architecture) -> list[bytes]:
     return code
 
 
-def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES) -> bytes:
-    """The filter for ``architecture``: a foreign ABI is killed, each rule's call refused
-    with its errno (when its argument test holds), everything else allowed."""
+def program(architecture: Architecture, rules: tuple[Rule, ...] = RULES,
+            own_pid: int | None = None) -> bytes:
+    """The filter for ``architecture``, installed by the process ``own_pid`` (this one
+    unless given): a foreign ABI is killed, each rule's call refused with its errno (when
+    its argument test holds), everything else allowed."""
+    own_pid = os.getpid() if own_pid is None else own_pid
     code = _prologue(architecture)
     for rule in rules:
         number = getattr(rule, architecture.name)
+        if number is None:  # no such call on this architecture
+            continue
         if rule.when is None:
             code += [instruction(JEQ, number, 0, 1), _refuse(rule.error)]
         else:
-            body = _argument_test(rule, rule.when)
+            body = _argument_test(rule, rule.when, own_pid)
             # the body ends in returns, so the accumulator it loads never reaches a later rule
             code += [instruction(JEQ, number, 0, len(body)), *body]
     code.append(ALLOW)

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from graders.escaping import (
     GRADESCOPE_FORMATS,
@@ -295,3 +297,53 @@ def test_the_class_report_json_and_markdown_keep_student_text_inert() -> None:
         assert re.search(r"(?<!\\)" + forbidden, page) is None, forbidden
     assert "\\<img src=x\\>" in page  # the submission id, shown literally (only the
     # characters Markdown would read as markup in a cell are escaped)
+
+
+# --- a stream that cannot show every character ------------------------------------------------
+
+#: Encodings a student's or a course's terminal or redirected file may have.
+NARROW_ENCODINGS = ("cp1252", "latin-1", "ascii", "cp437", "iso8859-15", "shift_jis")
+
+
+def grader_texts() -> list[str]:
+    """Every hint and rule text the grader itself writes to a terminal."""
+    from graders.grading.diagnosis import catalogue
+    from graders.grading.hints import ERROR_HINTS, HINTS
+
+    texts = [*HINTS.values(), *ERROR_HINTS.values()]
+    for mistake in catalogue():
+        texts += [mistake.hint, mistake.label]
+    return texts
+
+
+@pytest.mark.parametrize("encoding", NARROW_ENCODINGS)
+def test_every_grader_text_reads_on_any_encoding(encoding: str) -> None:
+    from graders.escaping import for_terminal
+
+    for text in grader_texts():
+        shown = for_terminal(text, encoding)
+        shown.encode(encoding)  # never a crash, nor pytest's \\u2265 escapes
+        assert "\\u" not in shown, shown
+        assert "\\x" not in shown, shown
+        assert shown == text or not text.isascii()
+
+
+@given(st.text())
+def test_any_text_is_shown_on_a_narrow_stream_with_its_ascii_unchanged(text: str) -> None:
+    from graders.escaping import escape_controls, for_terminal
+
+    for encoding in ("cp1252", "ascii"):
+        shown = for_terminal(text, encoding)
+        shown.encode(encoding)
+        if text.isascii():
+            assert shown == escape_controls(text)
+
+
+def test_the_symbols_of_the_hints_have_readable_spellings() -> None:
+    from graders.escaping import for_terminal
+
+    assert for_terminal("(B - 1) / (2λ)", "cp1252") == "(B - 1) / (2lambda)"
+    assert for_terminal("a ≥ c, 1 − p, s · t ≤ u", "ascii") == "a >= c, 1 - p, s * t <= u"
+    assert for_terminal("ρ ≈ 0.9 → µs", "latin-1") == "rho ~ 0.9 -> µs"  # µ is Latin-1
+    assert for_terminal("naïve", "ascii") == "naive"
+    assert for_terminal("λ ≥ 1", "utf-8") == "λ ≥ 1"

@@ -245,6 +245,8 @@ GRADED_ELSEWHERE = {
     "nested_namespaces": "end_to_end/test_adversarial_syscalls.py",
     "tcp_to_host_loopback": "end_to_end/test_adversarial_syscalls.py",
     "host_probe": "end_to_end/test_adversarial_syscalls.py",
+    "reach_own_users_processes_and_files": "end_to_end/test_adversarial_syscalls.py",
+    "tell_grading_from_regrade": "end_to_end/test_adversarial_syscalls.py",
     "fill_host_box": "end_to_end/test_adversarial_box.py",
 }
 

@@ -56,6 +56,7 @@ from linux_modes import (
     mode_unavailable,
     plant_switches,
     python_of,
+    regrade,
 )
 
 from graders.sandbox import syscall_filter
@@ -291,3 +292,73 @@ def test_the_worker_reads_no_host_file_sees_no_process_and_reaches_no_address(
         assert "open EACCES" in probe
     else:  # the processes it may see: its own sandbox's bubblewrap (pid 1 there), no other
         assert "saw other processes &#91;'bwrap'&#93;;" in probe
+
+
+# --- what its user owns: other processes, and files outside the box ---------------------------
+
+#: The file of the grading's user the attack reaches for (TARGET in its serving.py).
+NEIGHBOUR_FILE = Path("/tmp/serving-grader-neighbour-target/secret.txt")
+#: Every call the attack makes, each refused by the filter in every confined mode.
+NEIGHBOUR_CALLS = ("chmod", "utime", "setxattr", "chown", "prlimit", "setpriority",
+                   "setpriority user", "sched_setaffinity", "getsid", "getpgid", "inotify",
+                   "fanotify", "pidfd_open", "memfd")
+
+
+@pytest.fixture
+def neighbour_file(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A private file outside every box, of the user the worker runs as where it shares
+    the grader's uid (root's otherwise)."""
+    NEIGHBOUR_FILE.parent.mkdir(mode=0o755, exist_ok=True)
+    NEIGHBOUR_FILE.write_text("A CLASSMATE'S WORK\n", encoding="utf-8")
+    NEIGHBOUR_FILE.chmod(0o600)
+    os.utime(NEIGHBOUR_FILE, (1_000_000_000, 1_000_000_000))
+    try:
+        yield NEIGHBOUR_FILE
+    finally:
+        shutil.rmtree(NEIGHBOUR_FILE.parent, ignore_errors=True)
+
+
+def neighbour_evidence(graded: Graded) -> dict[str, str]:
+    line = next(line for line in graded.output.split("\\n") if "neighbour attack:" in line)
+    tried = line.split("neighbour attack: ", 1)[1]
+    return dict(part.rsplit(" ", 1) for part in tried.split("; ")[:len(NEIGHBOUR_CALLS)])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_process_or_file_of_its_own_user_outside_the_box_is_reached(
+        base: Path, mode: str, neighbour_file: Path, request: pytest.FixtureRequest) -> None:
+    user = made(mode, request)
+    if user is not None:  # the worker runs as the grading's user: the file is its own
+        user.own(neighbour_file)
+    before = neighbour_file.stat()
+    graded = grade(base, "reach_own_users_processes_and_files", mode, user=user)
+    found = neighbour_evidence(graded)
+    after = neighbour_file.stat()
+    if mode == UNFILTERED:  # the teeth of the rows that need no shared uid
+        assert {call: found[call] for call in ("inotify", "pidfd_open", "memfd")} == \
+            dict.fromkeys(("inotify", "pidfd_open", "memfd"), "ok"), found
+        return
+    assert_gained_nothing(graded, mode)
+    assert found == dict.fromkeys(NEIGHBOUR_CALLS, "EPERM"), found
+    assert (after.st_mode, after.st_mtime, after.st_uid, after.st_gid) == \
+        (before.st_mode, before.st_mtime, before.st_uid, before.st_gid)
+    assert os.listxattr(neighbour_file) == []
+
+
+# --- a grading and a regrade look the same to the worker --------------------------------------
+
+
+@pytest.mark.parametrize("mode", CONFINED)
+def test_a_grading_and_a_regrade_give_the_same_score_to_a_file_that_reads_its_session(
+        base: Path, mode: str, request: pytest.FixtureRequest) -> None:
+    user = made(mode, request)
+    case = "tell_grading_from_regrade"
+    graded = grade(base, case, mode, user=user, tag="-session")
+    out, run = regrade(base, (case,), mode, user=user)
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    assert run.returncode == 0, run.stderr[-3000:]
+    regraded = json.loads((out / "submissions" / case / "results.json").read_text(
+        encoding="utf-8"))
+    assert regraded["score"] == graded.results["score"] < 100.0
+    assert "session probe: EPERM" in graded.output
+    assert "session probe: EPERM" in json.dumps(regraded, ensure_ascii=False)

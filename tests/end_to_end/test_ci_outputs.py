@@ -161,6 +161,21 @@ def test_github_output_mode_without_the_variable_is_a_usage_error(tmp_path: Path
     assert_usage_error(run, "--github-output needs the GITHUB_OUTPUT environment variable")
 
 
+@pytest.mark.parametrize(("where", "problem"), [
+    ("missing/folder/output", "its folder"),
+    ("a-folder", "it is not a regular file"),
+    ("a-link", "it is not a regular file"),
+])
+def test_a_github_output_that_cannot_take_the_result_is_refused_before_grading(
+        tmp_path: Path, where: str, problem: str) -> None:
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-link").symlink_to(tmp_path / "elsewhere")
+    run = graders("grade", CORRECT, "--github-output", "--results", tmp_path / "r.json",
+                  cwd=tmp_path, env={"GITHUB_OUTPUT": str(tmp_path / where)})
+    assert_usage_error(run, "--github-output: GITHUB_OUTPUT", problem)
+    assert not (tmp_path / "r.json").exists()  # refused before grading: no record at all
+
+
 def test_the_classroom_file_matches_results_json(tmp_path: Path) -> None:
     results, classroom = tmp_path / "results.json", tmp_path / "classroom.json"
     run = graders("grade", BUGGY, "--results", results, "--classroom", classroom, "-q")

@@ -140,17 +140,21 @@ def test_unreadable_metadata_leaves_folder_names_as_ids_with_a_warning(tmp_path:
     assert "folder names are the submission ids" in warnings[0]
 
 
-def test_a_plain_folder_mixes_folders_and_py_files_and_skips_hidden_output_and_macos_residue(
+def test_a_plain_folder_mixes_folders_and_files_and_skips_hidden_output_and_macos_residue(
         tmp_path: Path) -> None:
     make_folder(tmp_path / "alice")
     (tmp_path / "bob.py").write_text("x = 1\n", encoding="utf-8")
     make_folder(tmp_path / ".hidden")
+    (tmp_path / ".DS_Store").write_bytes(b"\0")
     make_folder(tmp_path / "__MACOSX")
-    (tmp_path / "notes.txt").write_text("not a submission", encoding="utf-8")
+    # any other file is a student's too, as an LMS download holds them: listed, and
+    # rejected with its reason when read (never dropped without a word)
+    (tmp_path / "carol.ipynb").write_text("{}", encoding="utf-8")
     out = tmp_path / "out"
     out.mkdir()
     found, warnings = discover(tmp_path, exclude=out)
-    assert [(s.id, s.path.name) for s in found] == [("alice", "alice"), ("bob", "bob.py")]
+    assert [(s.id, s.path.name) for s in found] == [
+        ("alice", "alice"), ("bob", "bob.py"), ("carol", "carol.ipynb")]
     assert warnings == []
 
 

@@ -306,3 +306,54 @@ def test_one_output_that_fails_is_one_line_and_the_others_are_still_written(
     [failure] = failures
     assert failure.startswith(f"writing {tmp_path / 'class.html'} failed: UnicodeEncodeError")
     assert "\n" not in failure
+
+
+def test_a_regrade_without_tracks_to_grade_stops_before_grading(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """As from an installed grader (the Gradescope zip's set-up) with no --tracks: no
+    job could grade, so the regrade stops at once, as graders grade does, and writes
+    nothing: never a class of grader failures."""
+    import graders.trackfiles.tracks as tracks
+    from graders.cli import main
+    from graders.errors import TrackError
+
+    def no_folder() -> Path:
+        raise TrackError("no tracks folder at /site-packages/tracks; pass --tracks DIR with "
+                         "the folder of track TOML files")
+
+    monkeypatch.setattr(tracks, "default_tracks_dir", no_folder)
+    for student in ("ann", "bob"):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        shutil.copy(CORPUS / "correct" / "serving.py", tmp_path / "class" / student)
+    assert main(["regrade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+                 "--no-histogram"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("graders: error: no tracks folder at ")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_flat_folder_of_files_gives_every_student_a_row(tmp_path: Path) -> None:
+    """One file per student, as LMS downloads are: each is graded or rejected with its
+    reason, and none is dropped without a word."""
+    klass = tmp_path / "class"
+    klass.mkdir()
+    shutil.copy(CORPUS / "correct" / "serving.py", klass / "alice.py")
+    (klass / "bob.ipynb").write_text('{"cells": []}', encoding="utf-8")
+    (klass / "carol.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    shutil.copy(CORPUS / "correct" / "serving.py", klass / "erin.PY")
+    shutil.copy(CORPUS / "correct" / "serving.py", klass / "frank.py.txt")
+    run = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram")
+    assert run.returncode == 0, run.stderr
+    rows = rows_of(tmp_path / "out")
+    assert set(rows) == {"alice", "bob", "carol", "erin", "frank.py"}
+    assert rows["alice"]["status"] == "graded"
+    reasons = {"bob": "is a Jupyter notebook", "carol": "is an archive",
+               "erin": "'erin.PY' is not a .py file", "frank.py": "'frank.py.txt' is not a .py"}
+    for student, reason in reasons.items():
+        assert rows[student]["status"] == "rejected", rows[student]
+        assert float(rows[student]["score"]) == 0.0, rows[student]
+        document = json.loads((tmp_path / "out" / "submissions" / student / "results.json")
+                              .read_text(encoding="utf-8"))
+        assert document["output"].startswith("Your submission was not graded: "), document
+        assert reason in document["output"], document["output"]

@@ -80,3 +80,13 @@ def test_a_class_whose_report_builds_loses_nobody(tmp_path: Path) -> None:
     assert (tmp_path / "class.html").is_file()
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert len(report["clusters"]) == 2
+
+
+def test_a_run_without_a_histogram_removes_the_earlier_runs(tmp_path: Path) -> None:
+    entries = [entry("ann", 2816.0), entry("cat", 2816.0)]
+    (tmp_path / "histogram.png").write_bytes(b"an earlier run's picture")
+    written, failures = command.write_outputs(tmp_path, entries, histogram=False, names=True)
+    assert failures == []
+    assert not (tmp_path / "histogram.png").exists()
+    assert "histogram.png" not in (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert tmp_path / "histogram.png" not in written

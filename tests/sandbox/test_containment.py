@@ -24,6 +24,7 @@ import pytest
 from helpers import REPO, blocked_environment
 
 from graders.sandbox import portable as containment
+from graders.sandbox.cleanup import kill_marked
 from graders.sandbox.portable import (
     JOB_OBJECT_LIMIT_ACTIVE_PROCESS,
     JOB_OBJECT_LIMIT_JOB_MEMORY,
@@ -315,3 +316,80 @@ def test_on_windows_the_worker_is_contained_by_a_job_object(
     assert isinstance(found, JobObject)
     assert "AssignProcessToJobObject" in kernel32.names()
     found.close()
+
+
+# --- nothing outlives its grader ------------------------------------------------------------
+
+#: A call that never ends: only a signal ends its worker.
+SPINNER = textwrap.dedent("""
+    import time
+
+    def spin():
+        while True:
+            time.sleep(0.01)
+""")
+#: A grader that starts a worker on SPINNER (bubblewrap switched off when argv[2] says so),
+#: prints the worker's root, and calls spin until it is killed.
+SPINNING_GRADER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import graders.sandbox.confinement as confinement
+    from graders.sandbox.runner import Limits, StudentRunner
+    if sys.argv[2] == "no bubblewrap":
+        confinement.bubblewrap_support = lambda uid, gid, drop: "switched off by the test"
+    runner = StudentRunner(Path(sys.argv[1]).read_bytes(), limits=Limits(call_timeout_s=600.0))
+    print(runner.root, flush=True)
+    runner.call("spin")
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal")
+@pytest.mark.parametrize("mode", ["as configured", "no bubblewrap"])
+def test_a_worker_dies_with_its_grader_whoever_kills_the_grader(tmp_path: Path,
+                                                                mode: str) -> None:
+    """SIGKILL leaves the grader no chance to stop its worker: the worker, in a call that
+    would never end, must still be gone at once (its parent-death signal, which the
+    syscall filter keeps it from clearing)."""
+    tmp_path.chmod(0o755)
+    (tmp_path / "serving.py").write_text(SPINNER, encoding="utf-8")
+    root = ""
+    grader = subprocess.Popen(
+        [sys.executable, "-c", SPINNING_GRADER, str(tmp_path / "serving.py"), mode],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
+    try:
+        assert grader.stdout is not None
+        root = grader.stdout.readline().strip()
+        assert root, grader.communicate()[1][-3000:]
+        deadline = time.monotonic() + 60
+        while not marked(root) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked(root), "the worker never started"
+        time.sleep(1)  # in its call by now
+        grader.kill()
+        grader.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while marked(root) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert kill_marked(root) == []
+    finally:
+        grader.kill()
+        grader.wait(timeout=30)
+        if root:
+            kill_marked(root)
+
+
+def marked(root: str) -> list[int]:
+    """The live processes whose folder, command line or environment names ``root``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            texts = [os.readlink(entry / "cwd").encode(), (entry / "cmdline").read_bytes(),
+                     (entry / "environ").read_bytes()]
+        except OSError:
+            continue
+        if any(root.encode() in text for text in texts) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found

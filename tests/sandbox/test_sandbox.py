@@ -749,7 +749,10 @@ DIGS = textwrap.dedent("""
         for _ in range(3000):
             os.mkdir("d")
             os.chdir("d")
-        os.chmod(".", 0)
+        try:  # where the syscall filter runs, refused: the box stays the grader's to remove
+            os.chmod(".", 0)
+        except PermissionError:
+            pass
         os.fchdir(start)
         os.close(start)
         return "dug"
