@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import math
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -630,8 +631,8 @@ class Student:
         self._gate = gate
         self._record = record
         self._explain = explain
-        #: Every call asked, in order (a falsifying example's are a slice of it).
-        self.asked: list[Answer] = []
+        #: Where the calls asked now are also kept (:meth:`collecting`), if anywhere.
+        self._collected: list[Answer] | None = None
         #: The first answer to each input asked (compared with any later one).
         self._answers: dict[str, Any] = {}
         #: Calls asked and not sent yet, and calls sent and not answered yet, in order.
@@ -658,8 +659,18 @@ class Student:
         self._record(f"{self.test_name}\n{asked}\n")
         answer = Answer(self, function, args, kwargs, asked, encoded)
         self._unsent.append(answer)
-        self.asked.append(answer)
+        if self._collected is not None:
+            self._collected.append(answer)
         return answer
+
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[list[Answer]]:
+        """Within: every call asked is also put in the list it gives (one example's)."""
+        outer, self._collected = self._collected, []
+        try:
+            yield self._collected
+        finally:
+            self._collected = outer
 
     def explanation(self, answers: Sequence[Answer]) -> Explanation:
         """What is known of a falsifying example's ``answers``: only answers already made

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -9,10 +10,9 @@ from typing import Any
 import pytest
 
 from graders.grading.cases import Case
-from graders.grading.checks import NO_EXPLANATION, Grading, Student
+from graders.grading.checks import NO_EXPLANATION, Answer, Explanation, Grading, Student
 from graders.grading.credit import FunctionEvidence
 from graders.grading.function_diagnosis import FunctionDiagnosis
-from graders.plugin.invariant_notes import explain_example
 from graders.plugin.session import GradingSession
 from graders.plugin.stash import SCORE_KEY, SESSION_KEY, TALLY_KEY
 from graders.sandbox.runner import CallOutcome
@@ -68,10 +68,18 @@ def student(request: pytest.FixtureRequest) -> Student:
         return refusal
 
     hidden = score is not None and score.visibility != "visible"
+
+    def explain(answers: Sequence[Answer]) -> Explanation:
+        if hidden:
+            return NO_EXPLANATION
+        # imported with the diagnosis it runs, only once an example is falsified
+        from graders.plugin.invariant_notes import explain_example
+
+        return explain_example(session, answers)
+
     return Student(session.runner, test_name=request.node.name, gate=gate,
                    record=lambda asked: session.invariant_inputs.update(asked.encode()),
-                   explain=(lambda answers: NO_EXPLANATION) if hidden else
-                   lambda answers: explain_example(session, answers))
+                   explain=explain)
 
 
 @pytest.fixture

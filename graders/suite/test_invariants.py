@@ -62,9 +62,9 @@ def run_property(student: Student, examples: int, *inputs: st.Inputs) -> Callabl
         try:
             for example in drawn:
                 steps = check(*example)
-                first = len(student.asked)
-                _step(steps, names, example, last=False)
-                asked.append((steps, example, student.asked[first:]))
+                with student.collecting() as answers:
+                    _step(steps, names, example, last=False)
+                asked.append((steps, example, answers))
             for steps, example, answers in asked:
                 _step(steps, names, example, last=True,
                       explain=functools.partial(student.explanation, answers))
