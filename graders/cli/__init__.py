@@ -29,6 +29,8 @@ from graders.plugin.settings import (
 from graders.versions import version_report
 
 USAGE_ERROR = 2
+#: The exit code of a command stopped by Ctrl-C (128 + SIGINT).
+INTERRUPTED_EXIT = 130
 DESCRIPTION = "The graders command line: grade a submission or a class, and manage tracks."
 
 
@@ -237,8 +239,14 @@ def _add_reality(commands: argparse._SubParsersAction[_Parser]) -> None:
 def console_main() -> int:
     """The ``graders`` command: :func:`main`, in a process that ends right after it (a
     grading then collects no garbage: :func:`graders.cli.grade.collect_no_garbage`).
-    A long-lived caller (the regrade's grading process) calls :func:`main` instead."""
-    return main(one_shot=True)
+    A long-lived caller (the regrade's grading process) calls :func:`main` instead.
+    Ctrl-C before a command has its own handling (while its modules import) is one line
+    and exit 130, never a traceback."""
+    try:
+        return main(one_shot=True)
+    except KeyboardInterrupt:
+        sys.stderr.write("graders: interrupted\n")
+        return INTERRUPTED_EXIT
 
 
 def main(argv: Sequence[str] | None = None, *, one_shot: bool = False) -> int:

@@ -165,7 +165,8 @@ OPTIONS: tuple[Option, ...] = (
            f"missing): by default ({DEFAULT_SANDBOX_USER}) a free user of the pool "
            f"{DEFAULT_SANDBOX_USER}-1 to -64, held by this grading alone; a named user is "
            "held the same way and must be dedicated to grading (its processes and files "
-           "are removed)", "NAME"),
+           "are removed): an account with a login shell, a home folder or a person's uid is "
+           "refused", "NAME"),
     Option("golden", "--grader-golden", str, None,
            "expected values from this golden file instead of the reference (default: the "
            "reference when installed, else the golden.json of a student bundle)", "PATH"),

@@ -116,8 +116,10 @@ def batch_point(p: Any, batch_size: int) -> RealityPoint:
                            service_ms=p.service_ms, slo_ms=p.slo_ms,
                            efficiency_gain=p.batch_efficiency_gain, replicas=p.replicas,
                            service_cv=p.service_cv)
-    scenario = Scenario(p.arrival_qps, formula.batched_service_ms, p.replicas, p.service_cv,
-                        batch_size=batch_size)
+    # the rate the formula used: the lab floors it (0.0001 req/s), so a track with no
+    # arrivals has curves as the formula sees them, never a division by zero
+    scenario = Scenario(formula.arrival_qps, formula.batched_service_ms, p.replicas,
+                        p.service_cv, batch_size=batch_size)
     return _real(scenario, formula.total_p99_ms, float(batch_size))
 
 

@@ -22,6 +22,7 @@ from graders.regrade.changes import Move
 from graders.regrade.clusters import Cluster
 from graders.regrade.job import PAGE_NAME
 from graders.regrade.report import SCORED, GradedSubmission
+from graders.regrade.roster import file_name
 
 KEY_NAME = ".anonymous-labels.key"
 
@@ -105,7 +106,7 @@ def student_rows(entries: Sequence[GradedSubmission], pages: set[str]
 def pages_written(out: Path, entries: Sequence[GradedSubmission]) -> set[str]:
     """The submissions whose page the regrade wrote."""
     return {entry.id for entry in entries
-            if (out / "submissions" / entry.id / PAGE_NAME).is_file()}
+            if (out / "submissions" / file_name(entry.id) / PAGE_NAME).is_file()}
 
 
 def change_rows(moves: Sequence[Move], *, key: bytes, names: bool) -> list[dict[str, Any]]:

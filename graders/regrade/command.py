@@ -117,7 +117,20 @@ def needs_linux(command: str) -> str | None:
 
 
 def run_regrade(args: argparse.Namespace) -> int:
-    """Grade every submission below ``args.submissions``; 0 when the batch completed."""
+    """Grade every submission below ``args.submissions``; 0 when the batch completed, and
+    130 with one line when Ctrl-C or SIGTERM stops it, in whichever phase (the checks,
+    the gradings, the reports)."""
+    with _interrupts_as_keyboard_interrupt():
+        try:
+            return _regrade(args)
+        except KeyboardInterrupt:
+            sys.stderr.write("graders: regrade interrupted; run the same command again to "
+                             "resume\n")
+            return INTERRUPTED
+
+
+def _regrade(args: argparse.Namespace) -> int:
+    """:func:`run_regrade`'s work."""
     refusal = needs_linux("regrade")  # job-slot locks, the /proc sweep, the privilege drop
     if refusal is not None:
         raise GraderError(refusal)

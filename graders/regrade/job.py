@@ -26,7 +26,7 @@ from typing import Any
 import graders
 from graders.errors import BELOW_FAIL_UNDER_EXIT, SubmissionError
 from graders.plugin.submission import read_submission
-from graders.regrade.roster import ClassSubmission, submission_file, visible_name
+from graders.regrade.roster import ClassSubmission, file_name, submission_file, visible_name
 from graders.regrade.server import GradingProcess
 from graders.regrade.slots import Slot
 from graders.regrade.state import RESULTS_NAME, JobRecord, sha256, write_record
@@ -105,7 +105,9 @@ class JobContext:
             process.stop()
 
     def folder(self, submission: ClassSubmission) -> Path:
-        return self.out / "submissions" / submission.id
+        """The submission's output folder, named by its id's UTF-8 bytes whatever the
+        locale: a run under another one finds the same folder."""
+        return self.out / "submissions" / file_name(submission.id)
 
     def register(self, process: subprocess.Popen[bytes]) -> None:
         with self._lock:

@@ -14,6 +14,7 @@ output can be written and read.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,19 +89,27 @@ def discover(root: Path, *, exclude: Path | None = None
             raise SubmissionError(f"two submissions have the id {ident!r}: "
                                   f"{visible_name(found[ident].path.name)} and "
                                   f"{visible_name(entry.name)}; rename one")
-        found[ident] = ClassSubmission(ident, entry, people.get(entry.name, ()),
-                                       *times.get(entry.name, ("", "")))
-    missing = sorted(set(people) - {s.path.name for s in found.values()})
+        folder = visible_name(entry.name)  # as the metadata (UTF-8) names it
+        found[ident] = ClassSubmission(ident, entry, people.get(folder, ()),
+                                       *times.get(folder, ("", "")))
+    missing = sorted(set(people) - {visible_name(s.path.name) for s in found.values()})
     if missing:
         warnings.append(f"{METADATA_NAME} lists {len(missing)} folder(s) that do not exist: "
                         + ", ".join(missing[:5]))
     return sorted(found.values(), key=lambda s: s.id), warnings
 
 
+def file_name(ident: str) -> str:
+    """The name of a file or folder named after the id ``ident``: its UTF-8 bytes, as
+    this locale's file names hold them (so any locale finds the same one)."""
+    return os.fsdecode(ident.encode("utf-8"))
+
+
 def visible_name(name: str) -> str:
-    """A file name as text that can be written anywhere: the bytes that are not UTF-8
-    (which Python holds as lone surrogates) as visible ``\\xNN`` escapes."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """A file name as text that can be written anywhere: its bytes read as UTF-8 whatever
+    the locale (a Latin-1 one would read ``gina lópez`` as ``gina lÃ³pez``), and the
+    bytes that are not UTF-8 as visible ``\\xNN`` escapes."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def export_inside(root: Path, *, exclude: Path | None = None) -> Path | None:

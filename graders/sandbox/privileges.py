@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from graders.errors import GraderFailure, SettingsError
 from graders.sandbox.cleanup import (
@@ -252,7 +253,43 @@ def ensure_sandbox_user(name: str) -> SandboxUser:
     if entry.pw_uid == 0 or entry.pw_gid == 0:
         raise SettingsError(f"sandbox user {name!r} has uid or gid 0; choose an unprivileged "
                            "account with --grader-sandbox-user")
+    person = _not_grader_made(entry)
+    if person is not None:
+        raise SettingsError(
+            f"sandbox user {name!r} is not an account the grader made ({person}), and a "
+            "grading kills its processes and deletes its files in the temporary folder; name "
+            "a new account (the grader makes it, with no home and no login) or one it made")
     return SandboxUser(name, entry.pw_uid, entry.pw_gid)
+
+
+#: Shells of an account nobody logs in to.
+NO_LOGIN_SHELLS = ("nologin", "false")
+
+
+def _not_grader_made(entry: Any) -> str | None:
+    """Why the account ``entry`` (a pwd entry) is not one the grader would have made (a
+    system account with no home and no login shell), or None when it could be."""
+    shell = Path(entry.pw_shell or "/usr/sbin/nologin").name
+    if shell not in NO_LOGIN_SHELLS:
+        return f"its login shell is {entry.pw_shell}"
+    home = entry.pw_dir or "/nonexistent"
+    if home != "/nonexistent" and os.path.isdir(home):
+        return f"its home folder {home} exists"
+    first_person = _login_defs("UID_MIN", 1000)
+    if entry.pw_uid >= first_person:
+        return f"its uid {entry.pw_uid} is in people's range, {first_person} and up in " \
+               "/etc/login.defs"
+    return None
+
+
+def _login_defs(key: str, default: int) -> int:
+    """A number of /etc/login.defs (``default`` where it is absent or unreadable)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/etc/login.defs").read_text(encoding="utf-8").splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] == key:
+                return int(words[1])
+    return default
 
 
 def _create_user(name: str) -> None:

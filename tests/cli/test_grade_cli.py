@@ -9,7 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, GRADERS_SCRIPT, REPO, assert_usage_error, graders, load
+from helpers import (
+    AS_ROOT,
+    CORPUS,
+    GRADERS_SCRIPT,
+    INSTRUCTOR,
+    REPO,
+    assert_usage_error,
+    graders,
+    load,
+    ordinary_user,
+)
 
 from graders import __version__
 from graders.versions import grading_versions
@@ -362,3 +372,16 @@ def test_only_a_one_shot_grading_collects_no_garbage(tmp_path: Path, one_shot: b
     code, enabled = run.stdout.split()[-2:]
     assert code == "0"
     assert enabled == str(not one_shot)
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="the account is made as root (CI runs as root)")
+def test_a_persons_account_named_as_the_sandbox_user_is_refused_before_grading(
+        tmp_path: Path) -> None:
+    """An instructor's own account: a grading would kill its processes and delete its
+    files in /tmp; refused in one line, and nothing of it is touched."""
+    person = ordinary_user(INSTRUCTOR)
+    run = graders("grade", CORPUS / "correct", "--sandbox-user", person.pw_name,
+                  "--results", tmp_path / "results.json")
+    assert_usage_error(run, f"sandbox user {person.pw_name!r} is not an account the grader "
+                            "made", "its home folder")
+    assert not (tmp_path / "results.json").exists()

@@ -258,3 +258,26 @@ def test_the_method_key_covers_the_reference_and_the_track_loader() -> None:
     assert {("reference", "tails.py"), ("reference", "queueing.py"),
             ("reference", "batching.py"), ("trackfiles", "tracks.py"),
             ("reality", "mg1.py"), ("reality", "simulate.py")} <= names
+
+
+@pytest.mark.usefixtures("small_runs", "private_cache")
+@pytest.mark.parametrize("arrival", ["0", "0.0", "1e-9"])
+def test_a_track_with_no_arrivals_gets_its_curves_as_the_formula_sees_them(
+        tmp_path: Path, arrival: str) -> None:
+    """``tracks check`` accepts arrival_qps = 0 (the lab floors it to 0.0001 req/s), so
+    the curves, the reality build and the exports must too: the batch curve is simulated
+    at the very rate the formula used."""
+    folder = tmp_path / "tracks"
+    folder.mkdir()
+    text = (default_tracks_dir() / "iphone.toml").read_text(encoding="utf-8")
+    assert "\narrival_qps = 8\n" in text
+    (folder / "iphone.toml").write_text(text.replace("\narrival_qps = 8\n",
+                                                     f"\narrival_qps = {arrival}\n"),
+                                        encoding="utf-8")
+    tracks = list(load_tracks(folder))
+    document = json.loads(store.exported_text(tracks))  # what both exports ship
+    queueing, batching = store.parse_document(document, tracks)["iphone"]
+    for point in (*queueing.points, *batching.points):
+        assert math.isfinite(point.formula_p99_ms), point
+        assert math.isfinite(point.p99_ms) or point.source == "unstable", point
+    assert batching.points[0].source == "exact"  # B = 1: M/G/1, no batch to wait for

@@ -40,8 +40,10 @@ TIMEOUT_S = 600
 LATIN1_NAME = b"R\xe9sum\xe9"
 
 
-def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    environment.update(env or {})
     if cwd is not None:
         environment["TMPDIR"] = str(cwd / "tmp")
     return subprocess.run([sys.executable, "-m", "graders", *map(str, args)], cwd=cwd,
@@ -357,3 +359,82 @@ def test_a_flat_folder_of_files_gives_every_student_a_row(tmp_path: Path) -> Non
                               .read_text(encoding="utf-8"))
         assert document["output"].startswith("Your submission was not graded: "), document
         assert reason in document["output"], document["output"]
+
+
+#: A function of each phase of a regrade: the checks, the class's discovery, the
+#: gradings, the report, and the summary.
+PHASES = ("needs_linux", "discover", "_grade_all", "write_outputs", "_summary")
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_ctrl_c_in_any_phase_of_a_regrade_is_one_line_and_exit_130(
+        phase: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from graders.cli import main
+    from graders.regrade import command
+
+    real = getattr(command, phase)
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        real(*args, **kwargs)  # the phase does its work, then Ctrl-C arrives
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, phase, interrupted)
+    (tmp_path / "class" / "ann").mkdir(parents=True)
+    shutil.copy(CORPUS / "correct" / "serving.py", tmp_path / "class" / "ann")
+    code = main(["regrade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+                 "--no-histogram"])
+    assert code == 130
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == "graders: regrade interrupted; run the same command again to resume"
+    assert not [line for line in lines if "Traceback" in line or "KeyboardInterrupt" in line]
+
+
+def test_ctrl_c_while_a_command_starts_is_one_line_and_exit_130(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import graders.cli as cli
+
+    def interrupted() -> object:
+        raise KeyboardInterrupt  # as while the command's modules import
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    monkeypatch.setattr(sys, "argv", ["graders", "regrade", "class"])
+    assert cli.console_main() == 130
+    assert capsys.readouterr().err == "graders: interrupted\n"
+
+
+@pytest.fixture(scope="module")
+def latin_1_locale(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of a Latin-1 locale (made with localedef where it is not installed),
+    in which Python's file names are Latin-1."""
+    folder = tmp_path_factory.mktemp("locales")
+    made = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1",
+                           str(folder / "en_US.ISO-8859-1")], capture_output=True, check=False) \
+        if shutil.which("localedef") else None
+    env = {"LOCPATH": str(folder), "LC_ALL": "en_US.ISO-8859-1", "LANG": "en_US.ISO-8859-1",
+           "PYTHONUTF8": "0"}
+    probe = subprocess.run([sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"],
+                           env={**os.environ, **env}, capture_output=True, text=True, check=False)
+    if made is None or probe.stdout.strip() != "iso8859-1":
+        pytest.skip("no Latin-1 locale can be made here (localedef and its sources)")
+    return env
+
+
+def test_utf_8_names_are_the_same_students_in_a_latin_1_locale(
+        tmp_path: Path, latin_1_locale: dict[str, str]) -> None:
+    klass = tmp_path / "class"
+    for student in ("gina lópez", "zoë", "ann"):
+        (klass / student).mkdir(parents=True)
+        shutil.copy(CORPUS / "correct" / "serving.py", klass / student / "serving.py")
+    first = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram")
+    assert first.returncode == 0, first.stderr
+    again = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram", "--force",
+                    env=latin_1_locale)
+    assert again.returncode == 0, again.stderr
+    assert set(rows_of(tmp_path / "out")) == {"gina lópez", "zoë", "ann"}
+    changes = (tmp_path / "out" / "changes.csv").read_text(encoding="utf-8")
+    assert "added" not in changes
+    assert "gone" not in changes
+    # one output folder per student, named in UTF-8 whatever the locale
+    assert sorted(os.listdir(os.fsencode(tmp_path / "out" / "submissions"))) == \
+        sorted(name.encode("utf-8") for name in ("gina lópez", "zoë", "ann"))

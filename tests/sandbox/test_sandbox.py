@@ -271,6 +271,38 @@ def test_root_is_refused_as_a_sandbox_user() -> None:
         ensure_sandbox_user("root")
 
 
+#: Accounts the grader did not make, as pwd gives them, and why each is refused.
+PEOPLES_ACCOUNTS = {
+    "a login shell": (1500, "/nonexistent", "/bin/bash", "its login shell is /bin/bash"),
+    "a home folder": (990, "/", "/usr/sbin/nologin", "its home folder / exists"),
+    "a person's uid": (1500, "/nonexistent", "/usr/sbin/nologin", "its uid 1500 is in "
+                       "people's range"),
+}
+
+
+@pytest.mark.parametrize("kind", PEOPLES_ACCOUNTS)
+def test_an_account_the_grader_did_not_make_is_refused_as_a_sandbox_user(
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its processes would be killed and its files in /tmp deleted by every grading."""
+    import pwd
+
+    uid, home, shell, why = PEOPLES_ACCOUNTS[kind]
+    entry = pwd.struct_passwd(("someone", "x", uid, uid, "", home, shell))
+    monkeypatch.setattr(pwd, "getpwnam", lambda name: entry)
+    with pytest.raises(GraderError, match="is not an account the grader made") as refused:
+        ensure_sandbox_user("someone")
+    assert why in str(refused.value)
+
+
+def test_an_account_as_the_grader_makes_them_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pwd
+
+    entry = pwd.struct_passwd(("serving-sandbox-9", "x", 993, 992, "", "/nonexistent",
+                               "/usr/sbin/nologin"))
+    monkeypatch.setattr(pwd, "getpwnam", lambda name: entry)
+    assert ensure_sandbox_user("serving-sandbox-9") == SandboxUser("serving-sandbox-9", 993, 992)
+
+
 def test_the_sweep_kills_every_process_carrying_the_token(tmp_path: Path) -> None:
     token = "sweep-test-" + str(os.getpid())
     child = os.fork()
