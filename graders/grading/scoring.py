@@ -141,27 +141,41 @@ def on_grid(value: Fraction) -> Fraction:
 
 
 def scaled_maxima(weights: Mapping[str, float | Fraction], total: Fraction | float,
-                  groups: Mapping[str, str] | None = None) -> dict[str, Fraction]:
+                  groups: Mapping[str, str | tuple[str, ...]] | None = None
+                  ) -> dict[str, Fraction]:
     """Each test's maximum: its weight's share of ``total``, apportioned on the grid of
     written scores, so that the maxima as written add up to ``total`` exactly.
 
-    With ``groups`` (a group name per key), ``total`` is first shared among the groups by
-    their weights, then each group's share among its members: every group's maxima then
-    add up to its share exactly (the visible tests of a suite to what a student bundle
-    grades out of, whatever the number of tracks)."""
+    With ``groups`` (a group name per key, or a path of names, one per level), ``total``
+    is first shared among the groups by their weights, then each group's share among its
+    subgroups, and so on down to its members: every group's maxima then add up to its
+    share exactly (the visible tests of a suite to what a student bundle grades out of,
+    whatever the number of tracks; within them, each function's tests to the function's
+    share)."""
     exact = {key: Fraction(str(weight)) for key, weight in weights.items()}
     goal = on_grid(Fraction(total))
     if groups is None:
         return _shared(exact, goal)
+    paths = {key: (path,) if isinstance(path, str) else tuple(path)
+             for key, path in groups.items()}
+    return _nested(exact, goal, paths, 0)
+
+
+def _nested(weights: Mapping[str, Fraction], goal: Fraction,
+            paths: Mapping[str, tuple[str, ...]], level: int) -> dict[str, Fraction]:
+    """``goal`` shared among the groups of ``weights`` at ``level`` of their ``paths``, each
+    group's share among its own (the members themselves past the last level)."""
+    if all(len(paths[key]) <= level for key in weights):
+        return _shared(weights, goal)
     members: dict[str, dict[str, Fraction]] = {}
-    for key, weight in exact.items():
-        members.setdefault(groups[key], {})[key] = weight
+    for key, weight in weights.items():
+        members.setdefault(paths[key][level], {})[key] = weight
     group_totals = _shared({name: sum(part.values(), Fraction(0))
                             for name, part in members.items()}, goal)
     maxima: dict[str, Fraction] = {}
     for name, part in members.items():
-        maxima.update(_shared(part, group_totals[name]))
-    return {key: maxima[key] for key in exact}
+        maxima.update(_nested(part, group_totals[name], paths, level + 1))
+    return {key: maxima[key] for key in weights}
 
 
 def _shared(weights: Mapping[str, Fraction], goal: Fraction) -> dict[str, Fraction]:

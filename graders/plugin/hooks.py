@@ -287,9 +287,15 @@ def _assign_maxima(grading: GradingSession, suite: list[pytest.Item],
     weights = {nodeid: (grading.settings.exact_p99_points if _is_extension(item)
                         else mark.points) / siblings[_function_id(item)]
                for nodeid, (item, mark) in marks.items()}
-    maxima = scaled_maxima(weights, grading.max_score,
-                           groups={nodeid: "visible" if mark.visibility == "visible" else "other"
-                                   for nodeid, (_, mark) in marks.items()})
+    # shared level by level: the visible tests and the others; among the visible ones,
+    # the lab's and the graded extension (which the student bundle cannot grade: its
+    # lab tests are worth there what they are worth here, graders.export.visible_share);
+    # then each function's tests together, so that each function's maximum is its share
+    # on the grid whatever the number of tracks
+    maxima = scaled_maxima(weights, grading.max_score, groups={
+        nodeid: ("visible" if mark.visibility == "visible" else "other",
+                 "extension" if _is_extension(item) else "lab", mark.function)
+        for nodeid, (item, mark) in marks.items()})
     for nodeid, (item, mark) in marks.items():
         if mark.unseen is not None:
             grading.unseen_counts[mark.function] = mark.unseen

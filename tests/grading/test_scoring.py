@@ -21,6 +21,7 @@ from graders.grading.scoring import (
     TestScore,
     decimal_text,
     exact_points,
+    on_grid,
     rounded,
     scaled_maxima,
     total,
@@ -282,3 +283,38 @@ def test_with_outcome_returns_a_new_score_and_leaves_the_original() -> None:
 def test_the_tags_name_the_function_and_the_track_when_there_is_one() -> None:
     assert score(function="cache_capacity", track="iphone").tags == ["cache_capacity", "iphone"]
     assert score(function="serve").tags == ["serve"]
+
+
+# --- each function's maximum is its share on the grid ----------------------------------------
+
+UNIT = SCORE_UNIT  # the grid of written scores
+
+
+@settings(max_examples=200, deadline=None)
+@given(points=st.lists(st.integers(1, 30), min_size=1, max_size=10),
+       tests=st.lists(st.integers(1, 25), min_size=10, max_size=10),
+       hidden=st.lists(st.booleans(), min_size=10, max_size=10),
+       total=st.integers(1, 10**9).map(lambda units: Fraction(units, 10**6)))
+def test_each_functions_maxima_add_up_to_its_share_on_the_grid(
+        points: list[int], tests: list[int], hidden: list[bool], total: Fraction) -> None:
+    """A function of ``points`` split over its tests (one per track: up to 25), its last
+    test hidden when drawn so: its tests' maxima add up to its exact share of the total
+    within one grid unit per group it spans (visible, hidden), and exactly when each of
+    its groups' exact share lies on the grid."""
+    weights: dict[str, Fraction] = {}
+    groups: dict[str, tuple[str, str, str]] = {}
+    for f, whole in enumerate(points):
+        count = tests[f] + (1 if hidden[f] else 0)
+        for t in range(count):
+            key = f"f{f}-t{t}"
+            weights[key] = Fraction(whole, tests[f]) if t < tests[f] else Fraction(1)
+            groups[key] = ("other" if t >= tests[f] else "visible", "lab", f"f{f}")
+    maxima = scaled_maxima(weights, total, groups=groups)
+    assert sum(maxima.values()) == total
+    assert all(value == on_grid(value) for value in maxima.values())
+    whole = sum(weights.values())
+    for f in range(len(points)):
+        mine = [key for key in weights if key.startswith(f"f{f}-")]
+        spans = len({groups[key][0] for key in mine})
+        exact = total * sum(weights[key] for key in mine) / whole
+        assert abs(sum(maxima[key] for key in mine) - exact) <= spans * UNIT, f
