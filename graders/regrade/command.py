@@ -280,13 +280,23 @@ def _close_class_folders(root: Path, out: Path) -> list[str]:
     if not running_as_root():
         return []
     out.mkdir(mode=0o755, parents=True, exist_ok=True)
-    opened = [(path, path.stat().st_mode & 0o777) for path in (root, out)
-              if path.stat().st_mode & 0o007]
-    close_to_others([path for path, _ in opened])
-    # said once, in the summary (or on stderr if the regrade is interrupted before it)
-    return [f"closed {str(path)!r} to other users (mode {mode:o} -> "
-            f"{path.stat().st_mode & 0o777:o}) {CLOSED_WHY}; to reopen it after the "
-            f"regrade: chmod o+rx {shlex.quote(str(path))}" for path, mode in opened]
+    lines = []
+    for path in (root, out):
+        mode = path.stat().st_mode & 0o777
+        if not mode & 0o007:
+            continue
+        try:
+            close_to_others([path])
+        except OSError as error:  # a read-only mount: graded all the same, and said
+            lines.append(f"could not close {str(path)!r} to other users (mode {mode:o}: "
+                         f"{error.strerror or error}); its files stay readable to local "
+                         "users, and the workers' confinement alone keeps them from it")
+            continue
+        # said once, in the summary (or on stderr if the regrade is interrupted before it)
+        lines.append(f"closed {str(path)!r} to other users (mode {mode:o} -> "
+                     f"{path.stat().st_mode & 0o777:o}) {CLOSED_WHY}; to reopen it after "
+                     f"the regrade: chmod o+rx {shlex.quote(str(path))}")
+    return lines
 
 
 def grade_options(args: argparse.Namespace) -> list[str]:

@@ -438,3 +438,26 @@ def test_utf_8_names_are_the_same_students_in_a_latin_1_locale(
     # one output folder per student, named in UTF-8 whatever the locale
     assert sorted(os.listdir(os.fsencode(tmp_path / "out" / "submissions"))) == \
         sorted(name.encode("utf-8") for name in ("gina lópez", "zoë", "ann"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+def test_a_class_on_a_read_only_mount_is_graded_and_says_what_it_could_not_close(
+        home: Path) -> None:
+    klass = home / "class"
+    (klass / "ann").mkdir(parents=True)
+    shutil.copy(CORPUS / "correct" / "serving.py", klass / "ann")
+    klass.chmod(0o755)
+    for command in (["mount", "--bind", str(klass), str(klass)],
+                    ["mount", "-o", "remount,bind,ro", str(klass)]):
+        if subprocess.run(command, capture_output=True, check=False).returncode != 0:
+            subprocess.run(["umount", str(klass)], capture_output=True, check=False)
+            pytest.skip("no read-only bind mount can be made here")
+    try:
+        run = run_cli("regrade", klass, "--out", home / "out", "--no-histogram", cwd=home)
+    finally:
+        subprocess.run(["umount", str(klass)], capture_output=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    assert rows_of(home / "out")["ann"]["status"] == "graded"
+    assert f"could not close {str(klass)!r} to other users (mode 755: Read-only file " \
+           "system)" in run.stdout  # in the summary, beside what it did close
