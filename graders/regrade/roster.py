@@ -56,7 +56,8 @@ def discover(root: Path, *, exclude: Path | None = None
     Each folder is a submission, and so is each file (a ``*.py`` one is graded; any other,
     a notebook or a zip as an LMS download holds them, gets its row and the reason it
     cannot be graded); hidden entries, ``__MACOSX``, the metadata file and ``exclude``
-    (the output folder, if it lies inside) are skipped.
+    (the output folder, if it lies inside) are skipped, and a README file too, with a
+    warning.
     """
     if not root.is_dir():
         raise SubmissionError(f"submissions folder {str(root)!r} is not a folder")
@@ -81,10 +82,14 @@ def discover(root: Path, *, exclude: Path | None = None
             ident = visible_name(entry.stem)
         elif entry.is_dir() or entry.is_symlink():  # a link is listed, and refused when read
             ident = visible_name(entry.name)
-        elif entry.name != METADATA_NAME:  # an LMS download's other files (a notebook, a
-            ident = visible_name(entry.stem)  # zip, serving.PY): rejected, with the reason
-        else:
+        elif entry.name == METADATA_NAME:
             continue
+        elif entry.stem.lower() == "readme":  # the class folder's own notes: said, not graded
+            warnings.append(f"{visible_name(entry.name)} is taken as the folder's notes, "
+                            "not a submission")
+            continue
+        else:  # an LMS download's other files (a notebook, a zip, serving.PY): rejected,
+            ident = visible_name(entry.stem)  # with the reason, never dropped unsaid
         if ident in found:
             raise SubmissionError(f"two submissions have the id {ident!r}: "
                                   f"{visible_name(found[ident].path.name)} and "

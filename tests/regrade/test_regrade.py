@@ -150,12 +150,13 @@ def test_a_plain_folder_mixes_folders_and_files_and_skips_hidden_output_and_maco
     # any other file is a student's too, as an LMS download holds them: listed, and
     # rejected with its reason when read (never dropped without a word)
     (tmp_path / "carol.ipynb").write_text("{}", encoding="utf-8")
+    (tmp_path / "README.md").write_text("the class's notes", encoding="utf-8")
     out = tmp_path / "out"
     out.mkdir()
     found, warnings = discover(tmp_path, exclude=out)
     assert [(s.id, s.path.name) for s in found] == [
         ("alice", "alice"), ("bob", "bob.py"), ("carol", "carol.ipynb")]
-    assert warnings == []
+    assert warnings == ["README.md is taken as the folder's notes, not a submission"]
 
 
 def test_two_submissions_with_one_id_are_an_error(tmp_path: Path) -> None:
