@@ -175,7 +175,7 @@ def ordered_differences(differences: Sequence[Difference], diagnosis: Diagnosis
     return sorted(differences, key=lambda d: base_field(d.field) in diagnosis.follows)
 
 
-def short_number(value: Any) -> str:
+def _short_number(value: Any) -> str:
     if isinstance(value, float) and math.isfinite(value):
         return f"{value:.5g}"
     return _number(value)
@@ -258,8 +258,8 @@ def missed_case(case: Case, outcome: CallOutcome, differences: list[Difference])
     first = differences[0] if differences else None
     if first is None:
         return where
-    return (f"{where}: {first.field} expected {short_number(first.expected)}, "
-            f"got {short_number(first.actual)}")
+    return (f"{where}: {first.field} expected {_short_number(first.expected)}, "
+            f"got {_short_number(first.actual)}")
 
 
 def shown_fields(differences: Sequence[Difference], diagnosis: Diagnosis, *, hints: bool
@@ -473,8 +473,8 @@ class Grading:
             return True, None
         first = differences[0]
         self._first_problem = self._first_problem or (
-            f"{first.field} expected {short_number(first.expected)}, "
-            f"got {short_number(first.actual)}")
+            f"{first.field} expected {_short_number(first.expected)}, "
+            f"got {_short_number(first.actual)}")
         found = self._case_diagnosis(case)
         diagnosis = found if found is not None else diagnose(
             case.function, case_inputs(case.function, case.args, case.kwargs), expected,
