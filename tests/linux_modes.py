@@ -32,7 +32,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -122,6 +122,11 @@ MODES: dict[str, Mode] = {
 }
 #: The modes every attack must gain nothing in (all but the one that shows its teeth).
 CONFINED = tuple(name for name, mode in MODES.items() if mode.layer is not None)
+USER_UNCONFINED = "ordinary user, unconfined"
+#: Modes outside the table, where an attack on an ordinary user's regrade must succeed:
+#: the instructor account in the Docker simulation with Landlock and the filter off.
+TEETH: dict[str, Mode] = {
+    USER_UNCONFINED: Mode(NO_CONFINEMENT, DOCKER_WRAPPER, True, None, None)}
 #: Whether the grader here may mount (root with CAP_SYS_ADMIN: the box's own tmpfs).
 ADMIN = AS_ROOT and _has_capability(CAP_SYS_ADMIN)
 #: A grading that takes longer than this is stuck (a generous bound, not a measurement).
@@ -131,7 +136,7 @@ GRADING_TIMEOUT_S = Limits().worst_case_s + 600
 def mode_unavailable(name: str) -> str | None:
     """Why mode ``name`` cannot be made on this machine (None: it can); may make the
     instructor account."""
-    mode = MODES[name]
+    mode = {**MODES, **TEETH}[name]
     if name != AS_GRADED and not AS_ROOT:
         return f"the mode {name!r} needs root (the sandbox users, setpriv, the instructor " \
                "account); this run is not root"
@@ -152,7 +157,7 @@ def label(name: str) -> str:
 
 def plant_switches(folder: Path) -> None:
     """One folder per switch under ``folder``, holding its ``sitecustomize.py``."""
-    for name, mode in MODES.items():
+    for name, mode in {**MODES, **TEETH}.items():
         if mode.switch is not None:
             site = folder / f"site-{label(name)}"
             site.mkdir()
@@ -213,6 +218,29 @@ def shmem_bytes() -> int:
     raise AssertionError("no Shmem line in /proc/meminfo")
 
 
+class ShmemPeak:
+    """The host's largest Shmem growth while the ``with`` block runs (sampled every
+    20 ms): ``growth`` once it ends."""
+
+    def __enter__(self) -> ShmemPeak:
+        self.before, self._peak, self._done = shmem_bytes(), 0, threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.02):
+            self._peak = max(self._peak, shmem_bytes())
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._sampler.join()
+
+    @property
+    def growth(self) -> int:
+        return max(self._peak - self.before, 0)
+
+
 def run_in_mode(base: Path, home: Path, arguments: Sequence[str], name: str, *,
                 cwd: Path, inner: Sequence[str] = (), user: Instructor | None = None) -> Run:
     """Run ``python -m graders ARGUMENTS`` from ``cwd`` in mode ``name`` (``base``: where
@@ -221,7 +249,7 @@ def run_in_mode(base: Path, home: Path, arguments: Sequence[str], name: str, *,
     must name ordinary), sampling the host's Shmem meanwhile. ``home``, the run's folder,
     gets a private TMPDIR, and is given to ``user``, whose HOME is the mode's own (one
     for all its runs, as an account has one)."""
-    mode = MODES[name]
+    mode = {**MODES, **TEETH}[name]
     assert mode.ordinary is (user is not None), name
     temp = home / "tmp"
     temp.mkdir(mode=0o755)
@@ -237,28 +265,18 @@ def run_in_mode(base: Path, home: Path, arguments: Sequence[str], name: str, *,
         account_home = base / f"home-{label(name)}"  # one, as an account has (its cache)
         account_home.mkdir(mode=0o700, exist_ok=True)
         os.chown(account_home, user.entry.pw_uid, user.entry.pw_gid)
-        env["PYTHONPATH"], env["HOME"] = user.pythonpath, str(account_home)
+        switches = [str(base / f"site-{label(name)}")] if mode.switch is not None else []
+        env["PYTHONPATH"] = os.pathsep.join([*switches, user.pythonpath])
+        env["HOME"] = str(account_home)
         wrapper += ["setpriv", f"--reuid={user.entry.pw_uid}", f"--regid={user.entry.pw_gid}",
                     "--clear-groups", "--"]
         user.own(home)
-    before, peak, done = shmem_bytes(), [0], threading.Event()
-
-    def sample() -> None:
-        while not done.wait(0.02):
-            peak[0] = max(peak[0], shmem_bytes())
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
+    with ShmemPeak() as shmem:
         completed = subprocess.run(
             [*wrapper, *inner, python_of(user), "-m", "graders", *arguments], cwd=cwd,
             env=env, capture_output=True, text=True, timeout=GRADING_TIMEOUT_S, check=False)
-    finally:
-        done.set()
-        sampler.join()
     assert kill_marked(f"{home}/") == []
-    return Run(completed.returncode, completed.stdout, completed.stderr,
-               max(peak[0] - before, 0))
+    return Run(completed.returncode, completed.stdout, completed.stderr, shmem.growth)
 
 
 @dataclass(frozen=True)
@@ -282,17 +300,18 @@ class Graded(Run):
 
 
 def grade(base: Path, case: str, name: str, *, inner: Sequence[str] = (),
-          user: Instructor | None = None, page: str | None = None, tag: str = "") -> Graded:
-    """Grade ``case`` of adversarial/ in mode ``name`` with the CLI (with its HTML page
-    ``page`` beside results.json, when given), in a folder of ``base`` named after the
-    case, the mode and ``tag``."""
+          user: Instructor | None = None, page: str | None = None, tag: str = "",
+          source: Path | None = None) -> Graded:
+    """Grade ``case`` of adversarial/ (or the serving.py in ``source``, named ``case``) in
+    mode ``name`` with the CLI (with its HTML page ``page`` beside results.json, when
+    given), in a folder of ``base`` named after the case, the mode and ``tag``."""
     home = base / f"{case}-{label(name)}{tag}"
     submission, out = home / "submission", home / "out"
     for folder in (home, out):
         folder.mkdir(mode=0o755, parents=True)
         folder.chmod(0o755)
     submission.mkdir(mode=0o700)
-    shutil.copy(ADVERSARIAL / case / "serving.py", submission / "serving.py")
+    shutil.copy((source or ADVERSARIAL / case) / "serving.py", submission / "serving.py")
     results = out / "results.json"
     html = ["--html", str(out / page)] if page is not None else []
     run = run_in_mode(base, home, ["grade", str(submission), "--results", str(results), "-q",
@@ -302,16 +321,20 @@ def grade(base: Path, case: str, name: str, *, inner: Sequence[str] = (),
 
 
 def regrade(base: Path, cases: Sequence[str], name: str, *,
-            user: Instructor | None = None) -> tuple[Path, Run]:
-    """Regrade a class of ``cases`` (each a student) in mode ``name``, two at a time, with
-    pages; the output folder and the run."""
-    home = base / f"regrade-{label(name)}"
+            user: Instructor | None = None, classmates: Mapping[str, Path] | None = None,
+            options: Sequence[str] = (), tag: str = "") -> tuple[Path, Run]:
+    """Regrade a class of ``cases`` (each a student) and ``classmates`` (a student's name:
+    the folder of their serving.py) in mode ``name``, two at a time, with pages and
+    ``options``; the output folder and the run."""
+    home = base / f"regrade-{label(name)}{tag}"
     home.mkdir(mode=0o755)
-    for case in cases:
-        (home / "class" / case).mkdir(parents=True)
-        shutil.copy(ADVERSARIAL / case / "serving.py", home / "class" / case / "serving.py")
+    sources = {case: ADVERSARIAL / case for case in cases} | dict(classmates or {})
+    for student, source in sources.items():
+        (home / "class" / student).mkdir(parents=True)
+        shutil.copy(source / "serving.py", home / "class" / student / "serving.py")
     run = run_in_mode(base, home, ["regrade", "class", "--out", "out", "--jobs", "2",
-                                   "--pages", "--no-histogram"], name, cwd=home, user=user)
+                                   "--pages", "--no-histogram", *options], name, cwd=home,
+                      user=user)
     return home / "out", run
 
 

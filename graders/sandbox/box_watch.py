@@ -18,6 +18,7 @@ from pathlib import Path
 from graders.sandbox.box_mount import BOX_BYTES, BOX_INODES
 from graders.sandbox.cleanup import remove_tree, report_problems
 from graders.sandbox.hardened import HardenedTransport
+from graders.sandbox.portable import PortableTransport
 
 # IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
 EVENTS = 0x2 | 0x4 | 0x40 | 0x80 | 0x100 | 0x200
@@ -40,7 +41,7 @@ class BoxWatch:
         self.max_bytes, self.max_entries = max_bytes, max_entries
         self._sizes: dict[str, int] = {}
         self.total = 0
-        self._worker: HardenedTransport | None = None
+        self._worker: HardenedTransport | PortableTransport | None = None
         self._lock = threading.Lock()
         self._folder = os.open(box, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         self._wake = os.pipe()
@@ -48,7 +49,7 @@ class BoxWatch:
         self._look(None)
         threading.Thread(target=self._run, daemon=True, name="serving-grader-box-watch").start()
 
-    def follow(self, worker: HardenedTransport | None) -> None:
+    def follow(self, worker: HardenedTransport | PortableTransport | None) -> None:
         """Stop ``worker`` once the box is full (None: stop no worker, it is being stopped)."""
         with self._lock:
             self._worker = worker

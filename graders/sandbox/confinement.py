@@ -67,7 +67,8 @@ class Protections:
 
     @property
     def confined(self) -> bool:
-        """Whether the worker is kept from this user's files, processes and network."""
+        """Whether a worker affects no process but its own descendants and no file outside
+        its box (nor reaches the network): else a regrade asks for --allow-unconfined."""
         # Landlock scopes signals from ABI 6: before that only another uid protects them
         return self.allowlist or self.landlock >= 6 or self.landlock > 0 and self.privilege_drop
 
@@ -87,7 +88,9 @@ def protections_for(sandbox: SandboxUser | None) -> Protections:
                modes.RLIMITS: None if confinement.rlimits else "no resource module"}
     filtered = missing[modes.FILTER] is None
     abi = landlock.abi_version() if uses_landlock and missing[modes.LANDLOCK] is None else 0
-    clauses = [_landlock_clause(abi, missing[modes.LANDLOCK])] if uses_landlock else []
+    # the portable runner elsewhere than on Linux never had Landlock: nothing to say
+    clauses = [_landlock_clause(abi, missing[modes.LANDLOCK])] \
+        if uses_landlock and (abi or mode is not modes.PORTABLE) else []
     clauses.append("a syscall filter refuses the keyring, new namespaces, mounts, SysV IPC "
                    "and sockets other than AF_UNIX" if filtered
                    else f"no syscall filter ({missing[modes.FILTER]})")
@@ -274,12 +277,15 @@ def portable_protections(found: platform_support.Capabilities) -> Protections:
     """The protections of the portable runner, used where the hardened one cannot run."""
     limits = ("its resource limits apply" if found.rlimits
               else "no resource limits (this system has no resource module)")
+    lacking = ["privilege drop", "/proc sweep",
+               *(["network"] if syscall_filter.unavailable() is not None else []),
+               *(["disk"] if landlock.unavailable() is not None else []), "IPC"]
     return Protections(
         False, False, False, False,
         f"portable runner ({found.why_portable()}): the student's code runs as this user in "
         "a separate process whose process tree is killed at each call's deadline, with "
-        f"bounded output and time; {limits}; no privilege drop, /proc sweep, "
-        f"{'' if syscall_filter.unavailable() is None else 'network, '}disk or IPC confinement",
+        f"bounded output and time; {limits}; no {', '.join(lacking[:-1])} or "
+        f"{lacking[-1]} confinement",
         runner="portable", rlimits=found.rlimits, process_sweep=False)
 
 

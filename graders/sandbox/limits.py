@@ -12,6 +12,8 @@ from dataclasses import dataclass
 MAX_WAIT_S = 3600.0
 #: The sandbox user name that means "a free user of the pool serving-sandbox-1 to -64".
 DEFAULT_SANDBOX_USER = "serving-sandbox"
+#: The largest ``serving.py`` accepted, in bytes (a grading's and the notebook's alike).
+MAX_SUBMISSION_BYTES = 1_000_000
 #: The most CPU seconds asked of the worker's rlimit (68 years).
 MAX_CPU_S = 2**31 - 1
 

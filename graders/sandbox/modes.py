@@ -38,7 +38,7 @@ USER_REFUSED = Mode("ordinary user, namespaces refused",
 ROOT_ALONE = Mode("root without a sandbox user", "the runner's own tests",
                   (FILTER, RLIMITS, SWEEP))
 PORTABLE = Mode("portable runner", "pwd, grp, fcntl, resource or /proc missing",
-                (FILTER, RLIMITS))
+                (LANDLOCK, FILTER, RLIMITS))
 MODES = (ROOT, ROOT_NO_ADMIN, ROOT_NO_BUBBLEWRAP, USER, USER_REFUSED, ROOT_ALONE, PORTABLE)
 
 

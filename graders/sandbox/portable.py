@@ -46,13 +46,19 @@ class PortableTransport:
                                sink.feed, None)
         # before the worker reads its first request: nothing of the student's runs yet
         self._containment = contain(self.process, limits.address_space_bytes)
+        self._box_reason: str | None = None
         #: Requests for the writer thread (None: stop and close the pipe).
         self._requests: queue.Queue[bytes | None] = queue.Queue()
         _thread("requests", self._write_requests)
 
     @property
     def stop_reason(self) -> str | None:
-        return self._containment.reason if self._containment is not None else None
+        return self._box_reason or (self._containment.reason if self._containment else None)
+
+    @stop_reason.setter
+    def stop_reason(self, reason: str) -> None:
+        """Why the box's watch stopped the worker (where Landlock confines it to its box)."""
+        self._box_reason = reason
 
     def send(self, line: bytes, *, flush: bool = True) -> None:
         self._requests.put(line)

@@ -374,7 +374,8 @@ class StudentRunner:
         with self._setup.command() as command:
             worker = _Worker(self._transport(command, self._output, self.limits))
         self._worker = worker
-        if self._watch is not None and isinstance(worker.transport, HardenedTransport):
+        if self._watch is not None and isinstance(worker.transport,
+                                                  (HardenedTransport, PortableTransport)):
             self._watch.follow(worker.transport)
         self._started = True
         self._pint_ready = False

@@ -240,6 +240,7 @@ GRADED_ELSEWHERE = {
     "ordinary_user_regrade": "end_to_end/test_adversarial_confinement.py",
     "leave_shared_files": "end_to_end/test_adversarial_cleanup.py",
     "portable_escape_and_grow": "end_to_end/test_portability.py",
+    "portable_shm_hoard": "end_to_end/test_portability.py",
     "keyring_steal_and_plant": "end_to_end/test_adversarial_syscalls.py",
     "sysv_shm_hoard": "end_to_end/test_adversarial_syscalls.py",
     "nested_namespaces": "end_to_end/test_adversarial_syscalls.py",

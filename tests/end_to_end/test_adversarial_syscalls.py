@@ -31,22 +31,27 @@ process but its own sandbox's.
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
 import shutil
 import socket
 import tempfile
 import textwrap
-from collections.abc import Iterator
+import time
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
+from helpers import CORPUS, KILL_GRACE_S, processes_of
 from linux_modes import (
     CONFINED,
     GIB,
     LANDLOCK,
     MODES,
     UNFILTERED,
+    USER_DOCKER,
+    USER_UNCONFINED,
     Graded,
     Instructor,
     assert_reported,
@@ -362,3 +367,102 @@ def test_a_grading_and_a_regrade_give_the_same_score_to_a_file_that_reads_its_se
     assert regraded["score"] == graded.results["score"] < 100.0
     assert "session probe: EPERM" in graded.output
     assert "session probe: EPERM" in json.dumps(regraded, ensure_ascii=False)
+
+
+# --- a hostile class, regraded by an ordinary user without namespaces -------------------------
+
+#: The course secret the regrade is given (COURSE_SECRET in the attack's serving.py).
+COURSE_SECRET = Path("/tmp/serving-grader-course-secret/course_secret")
+#: The hostile student, and the classmates graded beside it (each graded alone first).
+HOSTILE = "ordinary_user_regrade"
+CLASSMATES = {"alice": CORPUS / "correct", "bob": CORPUS / "variability_linear_cv",
+              "carol": CORPUS / "p99_at_q095"}
+
+
+@pytest.fixture
+def course_secret(ordinary: Instructor) -> Iterator[Path]:
+    """The course secret, the instructor's own, private (mode 0600)."""
+    COURSE_SECRET.parent.mkdir(mode=0o755, exist_ok=True)
+    COURSE_SECRET.write_text(f"COURSE-SECRET-{os.urandom(8).hex()}\n", encoding="utf-8")
+    COURSE_SECRET.chmod(0o600)
+    ordinary.own(COURSE_SECRET)
+    try:
+        yield COURSE_SECRET
+    finally:
+        shutil.rmtree(COURSE_SECRET.parent, ignore_errors=True)
+
+
+def left_running(uid: int, before: Collection[int], marker: str) -> dict[int, str]:
+    """Processes of ``uid`` that were not running ``before`` and are still alive after the
+    kill grace every adversarial case gets; those whose command line holds ``marker`` (this
+    test's folder: the worker's runtime lies there) are then killed."""
+    deadline = time.monotonic() + KILL_GRACE_S
+    while (found := {pid: command for pid, command in processes_of(uid).items()
+                     if pid not in before}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid, command in found.items():
+        if marker in command:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+    return found
+
+
+def test_a_hostile_class_regraded_without_namespaces_leaves_classmates_secret_and_processes(
+        base: Path, course_secret: Path, request: pytest.FixtureRequest) -> None:
+    """A class of three and a hostile student, regraded as an ordinary user whose user
+    namespaces are refused (Landlock confines the worker, which shares the grader's uid).
+    The hostile worker lists the seats' folder for the classmates' boxes and chmods their
+    serving.py, chmods the course secret, lowers the file limit of every pid near its own,
+    renices its user, kills every process of its user it can see, and forks a process that
+    leaves its session, folder and environment to go on doing so for ten minutes. The
+    classmates score exactly what each scores graded alone, the secret's mode is unchanged,
+    and no process of the grading's user is left afterwards."""
+    user = made(USER_DOCKER, request)
+    assert user is not None
+    uid = user.entry.pw_uid  # the worker's uid too: no sandbox user grades in this mode
+    alone = {}
+    for student, source in CLASSMATES.items():
+        graded = grade(base, student, USER_DOCKER, user=user, source=source, tag="-alone")
+        assert graded.returncode == 0, graded.stderr[-3000:]
+        alone[student] = graded.results["score"]
+    assert alone["alice"] == 100.0 > alone["bob"]  # the class has a buggy classmate
+    mode_before, before = course_secret.stat().st_mode, set(processes_of(uid))
+    out, run = regrade(base, (HOSTILE,), USER_DOCKER, user=user, classmates=CLASSMATES,
+                       options=("--secret-file", str(course_secret)), tag="-hostile-class")
+    survivors = left_running(uid, before, str(base))
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (out / "grades.csv").open(encoding="utf-8") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    assert {student: float(rows[student]["score"]) for student in CLASSMATES} == alone
+    assert {rows[student]["status"] for student in (*CLASSMATES, HOSTILE)} == {"graded"}
+    assert course_secret.stat().st_mode == mode_before
+    assert survivors == {}
+    hostile = json.loads((out / "submissions" / HOSTILE / "results.json").read_text(
+        encoding="utf-8"))
+    assert hostile["score"] == 100.0
+    assert_reported(hostile, USER_DOCKER)
+    evidence = json.dumps(hostile, ensure_ascii=False)
+    assert "classmates attack: listed 0 seats; chmod seats ; chmod secret EPERM; " \
+           "prlimit others EPERM=" in evidence
+    assert "renice user EPERM; stay EAGAIN" in evidence
+    secret = course_secret.read_text(encoding="utf-8").strip()
+    assert [str(path) for path in out.rglob("*")
+            if path.is_file() and secret.encode() in path.read_bytes()] == []
+
+
+def test_without_landlock_and_the_filter_the_same_class_loses_the_secrets_mode(
+        base: Path, course_secret: Path, request: pytest.FixtureRequest) -> None:
+    """The attack's teeth: the same regrade with Landlock and the filter switched off (and
+    --allow-unconfined, which it then needs) lets the hostile worker chmod the course
+    secret to 0644, and kill its grader."""
+    reason = mode_unavailable(USER_UNCONFINED)
+    if reason is not None:
+        pytest.skip(reason)
+    user: Instructor = request.getfixturevalue("ordinary")
+    before = set(processes_of(user.entry.pw_uid))
+    _, run = regrade(base, (HOSTILE,), USER_UNCONFINED, user=user, classmates=CLASSMATES,
+                     options=("--secret-file", str(course_secret), "--allow-unconfined"),
+                     tag="-unconfined")
+    left_running(user.entry.pw_uid, before, str(base))  # killed, whatever they did
+    assert course_secret.stat().st_mode & 0o777 == 0o644
+    assert run.returncode != 0  # its grader was killed: the regrade never finished

@@ -19,7 +19,9 @@ import tempfile
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import (
@@ -31,10 +33,11 @@ from helpers import (
     grade_submission,
     kill_marked,
 )
+from linux_modes import ShmemPeak, shmem_bytes
 
 from graders.regrade.command import needs_linux
+from graders.sandbox import landlock, syscall_filter
 from graders.sandbox import platforms as platform_support
-from graders.sandbox import syscall_filter
 from graders.sandbox.confinement import protections_for
 from graders.sandbox.runner import Limits, StudentRunner
 
@@ -151,24 +154,24 @@ def test_the_portable_runner_answers_calls_with_plain_data(portable: None) -> No
 
 @pytest.mark.parametrize("filtered", [True, False], ids=["filtered", "unfiltered"])
 def test_a_hanging_call_is_killed_within_its_deadline_with_the_processes_it_started(
-        portable: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        filtered: bool) -> None:
+        portable: None, monkeypatch: pytest.MonkeyPatch, filtered: bool) -> None:
     """On Linux the portable worker's syscall filter refuses new processes (see
     tests/sandbox/test_portable_processes.py): then the call starts none, and its hang is
     still killed within its deadline; without the filter (macOS) the process it started
-    is killed with it."""
-    if not filtered:
+    is killed with it. The call prints what it started (Landlock keeps it from writing
+    outside its box on Linux)."""
+    if not filtered:  # as on macOS, which has no Landlock either
         monkeypatch.setattr(syscall_filter, "unavailable", lambda: "switched off by the test")
-    pidfile = tmp_path / "child.pid"
-    code = textwrap.dedent(f"""
+        monkeypatch.setattr(landlock, "unavailable", lambda: "switched off by the test")
+    code = textwrap.dedent("""
         import subprocess, sys
         def hang():
             try:
                 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
             except BlockingIOError:
-                open({str(pidfile)!r}, "w").write("EAGAIN")
+                print("started: EAGAIN", flush=True)
             else:
-                open({str(pidfile)!r}, "w").write(str(child.pid))
+                print(f"started: {child.pid}", flush=True)
             while True:
                 pass
         def ok():
@@ -181,7 +184,7 @@ def test_a_hanging_call_is_killed_within_its_deadline_with_the_processes_it_star
         elapsed = time.monotonic() - started
         assert outcome.status == "timeout"
         assert elapsed < QUICK.call_timeout_s + 2.0
-        started_child = pidfile.read_text()
+        started_child = runner.output_summary().text.split("started: ", 1)[1].split()[0]
         if runner.protections.syscall_filter:
             assert started_child == "EAGAIN"
         else:  # as root: RLIMIT_NPROC does not bind it
@@ -328,6 +331,90 @@ def test_a_worker_that_keeps_memory_and_escapes_its_session_is_bounded_and_leave
         [(t["name"], t["output"][:300]) for t in lost]
 
 
+SHM_CASE = "portable_shm_hoard"
+#: Its files' names in /dev/shm (PREFIX in its serving.py).
+SHM_PREFIX = "shm-hoard-"
+GIB = 1024**3
+#: Switches Landlock off in the portable runner's grader (the blocker's file runs first).
+NO_LANDLOCK = textwrap.dedent(f"""
+    exec(compile(open({str(REPO / "tests" / "posix_blocked" / "sitecustomize.py")!r}).read(),
+                 "sitecustomize", "exec"))
+    import graders.sandbox.landlock as landlock
+    landlock.unavailable = lambda: "switched off by the test"
+""")
+
+
+def hoarded() -> list[Path]:
+    return sorted(Path("/dev/shm").glob(f"{SHM_PREFIX}*"))
+
+
+def grade_shm_hoard(home: Path, env: dict[str, str]) -> tuple[dict[str, Any], int, int]:
+    """Grade the case with the CLI on the portable path; its results, the host's largest
+    Shmem growth during the grading and its growth once the grading ended."""
+    with ShmemPeak() as shmem:
+        completed = subprocess.run(
+            [sys.executable, "-m", "graders", "grade", str(ADVERSARIAL / SHM_CASE),
+             "--results", str(home / "results.json")],
+            cwd=home, env={**env, "TMPDIR": str(home / "tmp")}, capture_output=True,
+            text=True, timeout=600, check=False)
+    after = shmem_bytes()  # what outlived the grading
+    assert kill_marked(f"{home}/") == []
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = json.loads((home / "results.json").read_text(encoding="utf-8"))
+    return results, shmem.growth, after - shmem.before
+
+
+@pytest.fixture
+def shm_home() -> Iterator[Path]:
+    """A grading folder, and /dev/shm rid of the case's files afterwards."""
+    assert hoarded() == [], "files of the case in /dev/shm before the test"
+    home = Path(tempfile.mkdtemp(prefix="portable-shm-", dir="/tmp"))
+    (home / "tmp").mkdir()
+    try:
+        yield home
+    finally:
+        for path in hoarded():
+            path.unlink(missing_ok=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(landlock.unavailable() is not None, reason=str(landlock.unavailable()))
+def test_on_the_portable_runner_no_file_in_dev_shm_outlives_the_grading(
+        shm_home: Path) -> None:
+    """portable_shm_hoard writes 256 MiB files into /dev/shm (at import and at each serve
+    call, up to 3 GiB): the host's memory, outside the worker's 2 GiB bound, left behind by
+    a worker of the grader's own uid. On Linux the portable runner confines the worker with
+    Landlock to its box: every file is refused, the host's shared memory does not grow by
+    the files, and nothing is left in /dev/shm."""
+    results, peak, left = grade_shm_hoard(shm_home, blocked_environment())
+    protections = results["extra_data"]["protections"]
+    assert protections["runner"] == "portable"
+    assert protections["landlock"] == landlock.abi_version() > 0
+    assert results["score"] == 100.0
+    assert "shm attack: 0 MiB written; EACCES" in json.dumps(results)
+    assert hoarded() == []
+    assert peak < 1 * GIB
+    assert left < 1 * GIB
+
+
+@pytest.mark.slow
+def test_without_landlock_the_portable_workers_files_outlive_it(shm_home: Path) -> None:
+    """The attack's teeth: with Landlock switched off, the 3 GiB are written, past the
+    worker's 2 GiB bound, and are still there once the grading has ended."""
+    site = shm_home / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_LANDLOCK, encoding="utf-8")
+    env = blocked_environment()
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
+    results, peak, left = grade_shm_hoard(shm_home, env)
+    assert results["extra_data"]["protections"]["landlock"] == 0
+    assert "shm attack: 3072 MiB written; ok" in json.dumps(results)
+    assert len(hoarded()) >= 12  # a restarted worker writes its own
+    assert peak >= 2.5 * GIB
+    assert left >= 2.5 * GIB
+
+
 # --- the student bundle's workflow -------------------------------------------------------------
 
 
@@ -344,6 +431,32 @@ def test_the_bundle_workflow_grades_on_linux_macos_and_windows_and_reports_once(
                         for step in job["steps"])]
     assert reporters == ["run-autograding-tests"]
     assert jobs["run-autograding-tests"]["runs-on"] == "ubuntu-latest"
+
+
+def jobs_run_by(workflow: dict[str, Any], event: str, inputs: dict[str, bool]) -> list[str]:
+    """The jobs of ``workflow`` an ``event`` runs (by a student, with these ``inputs``),
+    with each ``if:`` read as the two conditions the workflow uses, joined by ``&&``."""
+    known = {"github.actor != 'github-classroom[bot]'": True,
+             "github.event_name == 'workflow_dispatch'": event == "workflow_dispatch",
+             **{f"inputs.{name}": value for name, value in inputs.items()}}
+    return [name for name, job in workflow["jobs"].items()
+            if all(known[part.strip()] for part in job.get("if", "true").split("&&")
+                   if part.strip() != "true")]
+
+
+def test_a_push_grades_on_linux_alone_and_every_system_is_asked_for() -> None:
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((REPO / "graders" / "export" / "templates" / "classroom.yml")
+                              .read_text(encoding="utf-8"))
+    assert set(workflow["on"]) == {"push", "workflow_dispatch", "repository_dispatch"}
+    assert workflow["on"]["workflow_dispatch"]["inputs"]["every_system"]["default"] is False
+    runners = {name: job["runs-on"] for name, job in workflow["jobs"].items()}
+    assert jobs_run_by(workflow, "push", {}) == ["run-autograding-tests"]
+    assert runners["run-autograding-tests"] == "ubuntu-latest"
+    assert jobs_run_by(workflow, "workflow_dispatch", {"every_system": False}) == [
+        "run-autograding-tests"]
+    assert jobs_run_by(workflow, "workflow_dispatch", {"every_system": True}) == [
+        "grade-on-every-system", "run-autograding-tests"]
 
 
 def test_outputs_are_written_by_path_where_folders_have_no_posix_owners(

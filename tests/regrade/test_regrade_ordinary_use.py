@@ -14,6 +14,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -123,6 +124,41 @@ def test_a_regrade_of_the_folder_holding_the_export_grades_each_submission_and_s
     assert "Gradescope export" in notes[0]
 
 
+@pytest.mark.parametrize("inside", ["assignment_7_export/out", "out"],
+                         ids=["in-the-export", "beside-the-export"])
+def test_an_out_inside_the_submissions_folder_is_refused_before_anything(
+        tmp_path: Path, inside: str) -> None:
+    unzipped_export(tmp_path / "downloads")
+    out = tmp_path / "downloads" / inside
+    for given in (tmp_path / "downloads", tmp_path / "downloads" / "assignment_7_export"):
+        if not out.is_relative_to(given):
+            continue
+        run = run_cli("regrade", given, "--out", out, "--no-histogram")
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.startswith(f"graders: error: --out {str(out)!r} lies inside the "
+                                     f"submissions folder {str(given)!r}"), run.stderr
+        assert run.stderr.count("\n") == 1, run.stderr
+        assert not out.exists()
+
+
+def test_an_earlier_regrades_output_inside_the_class_is_left_out_and_said(
+        tmp_path: Path) -> None:
+    export = unzipped_export(tmp_path / "downloads")
+    for earlier in (export / "out", tmp_path / "downloads" / "old-grades"):
+        earlier.mkdir()
+        for name in ("run.json", "grades.csv", "report.md"):
+            (earlier / name).write_text("", encoding="utf-8")
+    for given in (tmp_path / "downloads", export):
+        run = run_cli("regrade", given, "--out", tmp_path / f"out-{given.name}",
+                      "--no-histogram")
+        assert run.returncode == 0, run.stderr
+        assert set(rows_of(tmp_path / f"out-{given.name}")) == {"submission_1", "submission_2"}
+        warnings = [line for line in run.stderr.splitlines() if "earlier regrade" in line]
+        assert warnings == ["graders: warning: out is an earlier regrade's output (run.json "
+                            "and grades.csv in it), not a submission: left out; move it out "
+                            "of the submissions folder"], run.stderr
+
+
 @pytest.mark.slow
 def test_the_unzipped_export_is_graded_as_its_submissions_not_as_one(home: Path) -> None:
     unzipped_export(home / "downloads", correct=True)
@@ -145,6 +181,9 @@ def test_the_summary_calls_a_rejected_submission_rejected_not_not_graded(
     first = run.stdout.splitlines()[0]
     assert "1 rejected (0 points), 0 not graded" in first
     assert "not graded:" not in run.stdout
+    bar = run.stderr.splitlines()[-1]  # the progress bar, in the summary's words
+    assert bar.startswith("[########################] 1/1, 1 rejected, 0 not graded, "), bar
+    assert "failed" not in run.stderr
     assert "  rejected: empty: serving.py not found" in run.stdout
 
 
@@ -388,6 +427,32 @@ def test_ctrl_c_in_any_phase_of_a_regrade_is_one_line_and_exit_130(
     lines = capsys.readouterr().err.splitlines()
     assert lines[-1] == "graders: regrade interrupted; run the same command again to resume"
     assert not [line for line in lines if "Traceback" in line or "KeyboardInterrupt" in line]
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_sigterm_in_any_phase_of_a_regrade_exits_143_as_a_grading_does(
+        phase: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from graders.cli import main
+    from graders.cli.grade import INTERRUPTED_SIGTERM
+    from graders.regrade import command
+
+    real = getattr(command, phase)
+
+    def terminated(*args: object, **kwargs: object) -> object:
+        real(*args, **kwargs)  # the phase does its work, then SIGTERM arrives
+        signal.raise_signal(signal.SIGTERM)
+        raise AssertionError("SIGTERM did not interrupt the regrade")
+
+    monkeypatch.setattr(command, phase, terminated)
+    (tmp_path / "class" / "ann").mkdir(parents=True)
+    shutil.copy(CORPUS / "correct" / "serving.py", tmp_path / "class" / "ann")
+    code = main(["regrade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+                 "--no-histogram"])
+    assert code == INTERRUPTED_SIGTERM == 143
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == "graders: regrade interrupted; run the same command again to resume"
+    assert not [line for line in lines if "Traceback" in line]
 
 
 def test_ctrl_c_while_a_command_starts_is_one_line_and_exit_130(

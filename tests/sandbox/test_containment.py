@@ -202,16 +202,18 @@ def test_the_portable_runner_bounds_a_workers_memory(tmp_path: Path) -> None:
 
 def test_no_process_of_the_portable_runners_worker_survives_it(tmp_path: Path) -> None:
     """The tree watch alone, as on macOS: on Linux the portable worker's syscall filter
-    refuses new processes (tests/sandbox/test_portable_processes.py), so it is switched
-    off here, and the processes start (the grader is root: RLIMIT_NPROC does not bind)."""
+    refuses new processes (tests/sandbox/test_portable_processes.py) and Landlock keeps it
+    in its box, so both are switched off here (macOS has neither), and the processes start
+    (the grader is root: RLIMIT_NPROC does not bind)."""
     (tmp_path / "serving.py").write_text(GREEDY, encoding="utf-8")
     pidfile = tmp_path / "pids"
     started = run_blocked(f"""
         import json
         from pathlib import Path
-        from graders.sandbox import syscall_filter
+        from graders.sandbox import landlock, syscall_filter
         from graders.sandbox.runner import Limits, StudentRunner
         syscall_filter.unavailable = lambda: "switched off: the tree watch alone"
+        landlock.unavailable = lambda: "switched off: the tree watch alone"
         with StudentRunner(Path({str(tmp_path / "serving.py")!r}).read_bytes(),
                            limits=Limits(call_timeout_s=30.0)) as runner:
             print(json.dumps(runner.call("escape", (20, {str(pidfile)!r})).value))

@@ -45,7 +45,9 @@ def escaping(marker: str) -> bytes:
                 try:
                     if os.fork() == 0:
                         os.setsid()
-                        os.execv(sys.executable, [sys.executable, "-c",
+                        # -S: Landlock keeps site's folders from it, and site's failure
+                        # would end the interpreter at its start
+                        os.execv(sys.executable, [sys.executable, "-S", "-c",
                                                   "import time; time.sleep(120)", {marker!r}])
                 finally:
                     os._exit(0)

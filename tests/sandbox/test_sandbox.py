@@ -230,6 +230,21 @@ def test_closing_says_what_it_closed_and_how_other_staff_can_still_grade(
     assert closed_note([]) is None  # nothing changed, nothing said
 
 
+def test_the_note_gives_the_fix_for_every_closed_folder_side_by_side(tmp_path: Path) -> None:
+    """As installed into site-packages, the grader's packages are siblings: the fix names
+    each (and a folder inside another once, through it)."""
+    site = tmp_path / "site-packages"
+    folders = [site / "graders", site / "reference", site / "graders" / "suite"]
+    for folder in folders:
+        folder.mkdir(mode=0o755, parents=True)
+        folder.chmod(0o755)
+    note = closed_note(close_to_others(folders))
+    assert note is not None
+    both = f"{shlex.quote(str(site / 'graders'))} {shlex.quote(str(site / 'reference'))}"
+    assert f"chgrp -R STAFF {both} && chmod -R g+rX {both} " in note
+    assert f"{site / 'graders' / 'suite'} " not in note.partition("chgrp")[2]
+
+
 def test_the_sandbox_users_own_group_loses_its_rights_too(tmp_path: Path) -> None:
     folder = tmp_path / "reference"
     folder.mkdir(mode=0o775)

