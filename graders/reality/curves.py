@@ -3,8 +3,9 @@
 Two curves per track, on the same inputs as the feedback page's: ``queueing_latency``
 against the load and ``batching_tax`` against the batch size (batches released when
 full). A point is exact where a closed form or a numerical inversion exists (M/M/c: cv 1
-without batching, :mod:`reference.tails`; one replica without batching, M/G/1 with gamma
-service: :mod:`graders.reality.mg1`), else simulated. Each also holds the point at the
+without batching, :mod:`reference.tails`; one replica without batching: M/D/1 at cv 0,
+:mod:`graders.reality.md1`, and M/G/1 with gamma service where its Laplace inversion is
+accurate, :mod:`graders.reality.mg1`), else simulated. Each also holds the point at the
 track's defaults, for ``graders tracks show``. Building them runs the simulation (numpy);
 reading them (:mod:`graders.reality.store`) runs nothing.
 """
@@ -15,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from graders.reality import mg1
+from graders.reality import md1, mg1
 from graders.reality.simulate import Distribution, Scenario, estimate
 
 if TYPE_CHECKING:
@@ -77,7 +78,8 @@ class RealityCurve:
 
 
 def _real(scenario: Scenario, formula_p99_ms: float, x: float) -> RealityPoint:
-    """The exact point when the scenario is M/M/c or M/G/1 (gamma), else the simulated one."""
+    """The exact point where one exists (M/M/c; one replica: M/D/1, or M/G/1 with gamma
+    service of cv at least :data:`mg1.MIN_EXACT_CV`), else the simulated one."""
     from reference.tails import mmc_p99_ms
 
     if not scenario.utilization < 1.0:
@@ -87,7 +89,11 @@ def _real(scenario: Scenario, formula_p99_ms: float, x: float) -> RealityPoint:
         exact = mmc_p99_ms(arrival_qps=scenario.arrival_qps, service_ms=scenario.service_ms,
                            replicas=scenario.replicas)
         return RealityPoint(x, formula_p99_ms, exact, 0.0, "exact")
-    if unbatched and scenario.replicas == 1 and scenario.service_cv > 0:
+    if unbatched and scenario.replicas == 1 and scenario.service_cv == 0.0:
+        exact = md1.quantile_ms(0.99, arrival_qps=scenario.arrival_qps,
+                                service_ms=scenario.service_ms)
+        return RealityPoint(x, formula_p99_ms, exact, 0.0, "exact")
+    if unbatched and scenario.replicas == 1 and scenario.service_cv >= mg1.MIN_EXACT_CV:
         exact = mg1.quantile_ms(0.99, arrival_qps=scenario.arrival_qps,
                                 service_ms=scenario.service_ms,
                                 service_cv=scenario.service_cv)

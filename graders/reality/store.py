@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graders.errors import GraderError
-from graders.reality import curves, mg1, simulate
+from graders.reality import curves, md1, mg1, simulate
 from graders.reality.curves import RealityCurve, RealityPoint
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def _method_sources() -> list[Path]:
 
     reference = importlib.util.find_spec("reference")
     folders = [] if reference is None else list(reference.submodule_search_locations or [])
-    return [*(Path(str(module.__file__)) for module in (curves, mg1, simulate, tracks)),
+    return [*(Path(str(module.__file__)) for module in (curves, md1, mg1, simulate, tracks)),
             *sorted(path for folder in folders for path in Path(folder).glob("*.py"))]
 
 

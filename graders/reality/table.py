@@ -81,24 +81,26 @@ def where_it_holds(curve: RealityCurve) -> str:
 
 
 def flip_text(curve: RealityCurve) -> str:
-    """Where the SLO verdicts of the formula and of reality differ, as intervals whose
-    ends lie between two computed inputs: "from between B = 64 and B = 96 on"."""
+    """Where the SLO verdicts of the formula and of reality differ, by the computed inputs
+    where they differ, with the nearest ones where they agree (each change lies between
+    the two): "from B = 96 on (not at B = 64)", "at 0.9 to 0.95 of capacity (not at 0.8
+    or 0.99)"."""
     points = curve.points
     last = len(points) - 1
-
-    def between(a: int, b: int) -> str:
-        return f"between {_at(curve, points[a])} and {_at(curve, points[b])}"
-
     parts = []
     for a, b in _runs([p.flips(curve.slo_ms) for p in points]):
-        start = f"from {between(a - 1, a)}" if a > 0 else ""
-        end = f"until {between(b, b + 1)}" if b < last else ""
-        if not (start or end):
+        if a == 0 and b == last:
             parts.append("at every computed input")
+            continue
+        first = _at(curve, points[a])
+        if b == last:  # and beyond, as far as the inputs were computed
+            where = f"from {first}{_unit(curve)} on"
         else:
-            parts.append(" ".join(x for x in (start or f"from {_at(curve, points[0])}",
-                                              end or "on") if x))
-    return "; ".join(parts) + _unit(curve) if parts else "nowhere"
+            span = first if a == b else f"{first} to {_at(curve, points[b])}"
+            where = f"at {span}{_unit(curve)}"
+        agree = [_at(curve, points[i]) for i in (a - 1, b + 1) if 0 <= i <= last]
+        parts.append(f"{where} (not at {' or '.join(agree)})" if agree else where)
+    return "; ".join(parts) if parts else "nowhere"
 
 
 #: The loads of the table of the queueing formula's error, as fractions of capacity.
@@ -110,16 +112,18 @@ LOAD_LEGEND = ("The queueing formula's p99 against the real one, by load. *Load*
                "arrival rate as a fraction of the fleet's capacity (replicas x 1000 / "
                "service_ms requests per second). *Error*: formula p99 / real p99 - 1, "
                "negative when the formula is optimistic (it promises a lower p99 than the "
-               "queue has). The real p99 is exact (M/M/c; one replica: M/G/1, by Laplace "
-               "inversion) or simulated (with its 95 % interval).")
+               "queue has). The real p99 is exact (M/M/c; one replica: M/D/1 at service cv 0, "
+               "M/G/1 by Laplace inversion at cv 0.2 and above) or simulated (with its 95 % "
+               "interval).")
 DEFAULT_LEGEND = ("Both functions at each track's defaults (queueing_latency at load "
                   f"{STABLE_LOAD:g} where the default load is unstable). *Formula within "
                   "10 %*: the computed loads (fractions of capacity) or batch sizes at which "
                   "the error is at most 10 % either way, as ranges of adjacent computed "
                   "inputs. *SLO verdicts differ*: where the formula meets the SLO and the "
                   "real p99 does not, or the reverse (only where the real p99's interval is "
-                  "clear of the SLO); each change lies between the two computed inputs "
-                  "named.")
+                  "clear of the SLO): the computed inputs where they differ and, in "
+                  "parentheses, the nearest ones where they agree; each change lies between "
+                  "the two.")
 
 
 def load_lines(reality: Mapping[str, Sequence[RealityCurve]]) -> list[str]:

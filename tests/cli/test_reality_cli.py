@@ -57,7 +57,7 @@ def test_the_table_explains_itself_with_a_legend_before_each_table() -> None:
                  "negative when the formula is optimistic"):
         assert word in load_legend
     for word in ("*Formula within 10 %*", "*SLO verdicts differ*",
-                 "each change lies between the two computed inputs named"):
+                 "the nearest ones where they agree; each change lies between the two"):
         assert word in default_legend
     assert load_table.startswith("| track (replicas, service cv) | load 0.3 |")
     assert "| load 0.99 |" in load_table.splitlines()[0]
@@ -65,7 +65,7 @@ def test_the_table_explains_itself_with_a_legend_before_each_table() -> None:
     fleet = rows[("| cloud_fleet", "queueing_latency")]
     assert "(load 0.5; default 500 req/s is unstable)" in fleet
     assert re.search(r"\| -\d\d % \|", fleet), fleet  # its large gap shows
-    assert "from between B = 64 and B = 96 on" in rows[("| cloud_fleet", "batching_tax")]
+    assert "from B = 96 on (not at B = 64)" in rows[("| cloud_fleet", "batching_tax")]
 
 
 def _forget(track_file: Path) -> None:

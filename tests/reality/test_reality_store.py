@@ -174,7 +174,7 @@ def test_the_table_has_a_row_per_track_and_function_with_the_error_and_flips() -
     assert lines[2] == ("| demo | queueing_latency | 0 req/s | 50 ms | 50 ms (exact) | +0 % "
                         "| 0.05 to 0.9 of capacity | nowhere |")
     assert lines[3] == ("| demo | batching_tax | B = 32 | 36.5 ms | 84.7 ms ± 0.3 ms "
-                        "(simulated) | -57 % | nowhere | from between B = 32 and B = 64 on |")
+                        "(simulated) | -57 % | nowhere | from B = 64 on (not at B = 32) |")
 
 
 def _batches(real: list[float]) -> RealityCurve:
@@ -185,11 +185,11 @@ def _batches(real: list[float]) -> RealityCurve:
 
 
 @pytest.mark.parametrize(("real", "text"), [
-    ([50, 150, 150, 50], "from between B = 1 and B = 2 until between B = 4 and B = 8"),
-    ([150, 150, 50, 50], "from B = 1 until between B = 2 and B = 4"),
+    ([50, 150, 150, 50], "at B = 2 to B = 4 (not at B = 1 or B = 8)"),
+    ([150, 150, 50, 50], "at B = 1 to B = 2 (not at B = 4)"),
     ([150, 150, 150], "at every computed input"),
-    ([50, 150, 50, 150], "from between B = 1 and B = 2 until between B = 2 and B = 4; "
-                         "from between B = 4 and B = 8 on"),
+    ([50, 150, 50, 150], "at B = 2 (not at B = 1 or B = 4); from B = 8 on (not at B = 4)"),
+    ([50, 50, 150, 150], "from B = 4 on (not at B = 2)"),
     ([50, 50], "nowhere"),
 ])
 def test_verdicts_differ_over_intervals_whose_ends_lie_between_computed_inputs(
