@@ -21,6 +21,8 @@ REPORTED = ("pytest", "hypothesis", "pint")
 #: The packages a grading needs (the project's dependencies), and the report extra's.
 GRADING_PACKAGES = ("pytest", "pytest-json-report", "hypothesis", "pint")
 REPORT_PACKAGES = ("matplotlib",)
+#: What a drift warning advises.
+REINSTALL = f"reinstall the pinned versions with: pip install -r {CONSTRAINTS}"
 
 
 def _normalized(name: str) -> str:
@@ -72,14 +74,30 @@ def drift(pins: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
     return found
 
 
-def drift_warning(pins: dict[str, str] | None = None) -> str | None:
-    """One line warning about :func:`drift`, with the command that fixes it, or None."""
+def drift_listed(pins: dict[str, str] | None = None) -> str | None:
+    """:func:`drift` as one phrase (``pint 0.24.4 (official: 0.25.3), ...``), or None."""
     differing = drift(pins)
     if not differing:
         return None
-    listed = ", ".join(f"{name} {have} (official: {want})" for name, have, want in differing)
+    return ", ".join(f"{name} {have} (official: {want})" for name, have, want in differing)
+
+
+def drift_warning(pins: dict[str, str] | None = None) -> str | None:
+    """One line warning about :func:`drift`, with the command that fixes it, or None."""
+    listed = drift_listed(pins)
+    if listed is None:
+        return None
     return (f"WARNING: {listed}: your local score may differ from the official one; "
-            f"reinstall the pinned versions with: pip install -r {CONSTRAINTS}")
+            f"{REINSTALL}")
+
+
+def regrade_drift_warning(pins: dict[str, str] | None = None) -> str | None:
+    """:func:`drift_warning` for a class regrade, whose grades are meant to be official."""
+    listed = drift_listed(pins)
+    if listed is None:
+        return None
+    return (f"{listed}: these scores may differ from Gradescope's, which grades with the "
+            f"pinned versions; {REINSTALL}")
 
 
 def _requirement_name(requirement: str) -> str | None:

@@ -1,9 +1,10 @@
 """The ``graders`` command line: grade a submission or a class, and manage tracks.
 
-Exit codes: 0 when the work completed (whatever the score), 1 when the grader itself
+Exit codes: 0 when the work completed (whatever the score), 70 when the grader itself
 failed (``grade`` still writes fallback results), 2 for a usage or configuration error,
 reported as one line without a traceback, 3 when ``grade --fail-under`` finds the
-score below the bar, and 130 when ``regrade`` is interrupted (run it again to resume).
+score below the bar, and 128 + the signal's number when a grading or a regrade is
+interrupted (130 for Ctrl-C, 143 for SIGTERM; run a regrade again to resume).
 """
 
 from __future__ import annotations
@@ -128,6 +129,9 @@ def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
     gradescope.add_argument("target", metavar="OUT.zip", help="the zip file to write")
     add_grade_changing(gradescope, "the zip grades with it; give the student bundle and "
                                    "every regrade the same")
+    gradescope.add_argument("--tracks", metavar="DIR",
+                            help="folder of track TOML files the zip grades on (default: the "
+                                 "checkout's tracks/); give every regrade the same")
     gradescope.add_argument("--secret-file", metavar="PATH",
                             help="the course secret that seeds the unseen inputs (default: "
                                  "OUT.zip.secret, made with a new random secret if missing)")
@@ -136,6 +140,9 @@ def _add_export(commands: argparse._SubParsersAction[_Parser]) -> None:
     student.add_argument("target", metavar="OUT_DIR", help="a new or empty folder")
     add_grade_changing(student, "the Gradescope export's: the bundle grades its visible "
                                 "tests out of their share of the points")
+    student.add_argument("--tracks", metavar="DIR",
+                         help="folder of track TOML files the bundle ships (default: the "
+                              "checkout's tracks/); the Gradescope export's")
 
 
 def add_grade_changing(parser: argparse.ArgumentParser, why: str) -> None:
@@ -194,9 +201,27 @@ def _add_regrade(commands: argparse._SubParsersAction[_Parser]) -> None:
                          help="compare with the run in DIR (an earlier --out), not with the "
                               "previous run in OUT: changes.csv and the class page's "
                               "\"What changed\" say who moves, from what to what, and why")
+    regrade.add_argument("--new-settings", action="store_true",
+                         help="replace the grades in OUT even though this run's settings "
+                              "(tracks, points, secret, grader) differ from those of the run "
+                              "that made them (without it, such a regrade stops and says "
+                              "what differs)")
     regrade.add_argument("--due", metavar="TIME",
                          help="the due date, e.g. '2024-03-01 23:59 -08:00', for the late "
                               "columns of grades.csv when the metadata has none")
+    regrade.add_argument("--gradebook", action="append", choices=("canvas", "moodle", "csv"),
+                         metavar="canvas|moodle|csv",
+                         help="also write an LMS gradebook import file: "
+                              "gradebook-canvas.csv (Canvas: Grades, Import), "
+                              "gradebook-moodle.csv (Moodle: Grades, Import, CSV file) or "
+                              "gradebook.csv (every student of the roster); repeatable")
+    regrade.add_argument("--roster", metavar="FILE",
+                         help="the class's roster CSV (GitHub Classroom's, Gradescope's or "
+                              "Canvas's gradebook export), to name the students behind "
+                              "repository or file names in grades.csv and the gradebook")
+    regrade.add_argument("--gradebook-column", metavar="NAME", default="Serving lab",
+                         help="the gradebook's assignment column, e.g. 'Serving lab (4521)' "
+                              "for Canvas's assignment 4521 (default: 'Serving lab')")
 
 
 
@@ -309,18 +334,24 @@ def _run_export(args: argparse.Namespace) -> int:
     max_score = settings.get("max_score", points_total("100"))
     points = float(settings.get("exact_p99_points", 0.0))
     flag = "OUT.zip" if args.export_command == "gradescope" else "OUT_DIR"
-    refuse_overlaps({flag: target}, *export_inputs(export.project_root()))
+    files, folders = export_inputs(export.project_root())
+    tracks = Path(args.tracks).resolve() if args.tracks else None
+    if tracks is not None:
+        folders["--tracks"] = tracks
+    refuse_overlaps({flag: target}, files, folders)
     check_writable_folder(target.parent, flag, shown=target)
     if args.export_command == "gradescope":
         secret_file = Path(args.secret_file).resolve() if args.secret_file else None
         names, secret_file, made = export.export_gradescope(
-            target, max_score=max_score, exact_p99_points=points, secret_file=secret_file)
+            target, max_score=max_score, exact_p99_points=points, secret_file=secret_file,
+            tracks=tracks)
         print(f"wrote {target} ({len(names)} files): upload it as the autograder of a "
               "Gradescope programming assignment")
         print(f"{'made a new' if made else 'used the'} course secret {secret_file}: keep it "
               "private, and pass it to 'graders regrade --secret-file'")
         return 0
-    names = export.export_student(target, max_score=max_score, exact_p99_points=points)
+    names = export.export_student(target, max_score=max_score, exact_p99_points=points,
+                                  tracks=tracks)
     print(f"wrote the student bundle to {target} ({len(names)} files); push it as the "
           "starter repository students clone")
     return 0

@@ -129,8 +129,10 @@ def visible_share(tests: list[SuiteTest], max_score: Fraction,
 # --- the Gradescope zip ------------------------------------------------------------------
 
 
-def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
-    """(name in the zip, file) for every file of the autograder."""
+def gradescope_members(root: Path, tracks: Path | None = None
+                       ) -> Iterator[tuple[str, Path]]:
+    """(name in the zip, file) for every file of the autograder, with the track files of
+    ``tracks`` (default: the checkout's)."""
     yield "setup.sh", TEMPLATES / "setup.sh"
     yield "run_autograder", TEMPLATES / "run_autograder"
     for name in ("pyproject.toml", "README.md"):
@@ -138,7 +140,7 @@ def gradescope_members(root: Path) -> Iterator[tuple[str, Path]]:
     for folder in ("reference", "graders"):
         for path in _source_files(root / folder):
             yield path.relative_to(root).as_posix(), path
-    for path in sorted((root / "tracks").glob("*.toml")):
+    for path in sorted((tracks or root / "tracks").glob("*.toml")):
         yield f"tracks/{path.name}", path
     yield "student_template/serving.py", root / "student_template" / "serving.py"
     yield "student_template/lab.py", root / "student_template" / "lab.py"
@@ -159,14 +161,15 @@ def course_secret(target: Path, given: Path | None) -> tuple[Path, bytes, bool]:
 
 
 def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100),
-                      exact_p99_points: float = 0.0, secret_file: Path | None = None
-                      ) -> tuple[list[str], Path, bool]:
+                      exact_p99_points: float = 0.0, secret_file: Path | None = None,
+                      tracks: Path | None = None) -> tuple[list[str], Path, bool]:
     """Write the Gradescope autograder zip to ``target``, grading out of ``max_score``
-    (and the extension exact_p99_ms for ``exact_p99_points``, 0: off) with the course
-    secret of :func:`course_secret`; return its member names, the secret's file and
-    whether the secret was made now."""
+    (and the extension exact_p99_ms for ``exact_p99_points``, 0: off) on the tracks of
+    ``tracks`` (default: the checkout's) with the course secret of :func:`course_secret`;
+    return its member names, the secret's file and whether the secret was made now."""
     max_score = Fraction(max_score)
     root = project_root()
+    tracks = _tracks_folder(root, tracks)
     suite_tests()  # a suite that does not import must not ship
     if target.suffix != ".zip":
         raise ExportError(f"{target}: the Gradescope autograder must be a .zip file")
@@ -178,7 +181,7 @@ def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100),
         temporary = Path(handle.name)
     try:
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            for name, path in gradescope_members(root):
+            for name, path in gradescope_members(root, tracks):
                 info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
                 mode = EXECUTABLE if name in ("setup.sh", "run_autograder") else 0o644
                 info.external_attr = (stat.S_IFREG | mode) << 16
@@ -193,7 +196,7 @@ def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100),
             info = zipfile.ZipInfo(f"graders/{REALITY_NAME}", date_time=(2020, 1, 1, 0, 0, 0))
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, _reality_text(root))
+            archive.writestr(info, _reality_text(tracks))
             names.append(info.filename)
             info = zipfile.ZipInfo(SECRET_NAME, date_time=(2020, 1, 1, 0, 0, 0))
             info.external_attr = (stat.S_IFREG | 0o600) << 16
@@ -208,8 +211,9 @@ def export_gradescope(target: Path, *, max_score: Fraction = Fraction(100),
 # --- the student bundle ------------------------------------------------------------------
 
 
-def student_members(root: Path) -> Iterator[tuple[str, Path]]:
-    """(path in the bundle, source file) for every copied file of the student bundle."""
+def student_members(root: Path, tracks: Path | None = None) -> Iterator[tuple[str, Path]]:
+    """(path in the bundle, source file) for every copied file of the student bundle, with
+    the track files of ``tracks`` (default: the checkout's)."""
     yield "serving.py", root / "student_template" / "serving.py"
     yield "lab.py", root / "student_template" / "lab.py"
     package = root / "graders"
@@ -221,49 +225,51 @@ def student_members(root: Path) -> Iterator[tuple[str, Path]]:
         if relative.parts[0] == "suite" and relative.name.startswith(HIDDEN_PREFIX):
             continue
         yield f"graders/{relative.as_posix()}", path
-    for path in sorted((root / "tracks").glob("*.toml")):
+    for path in sorted((tracks or root / "tracks").glob("*.toml")):
         yield f"tracks/{path.name}", path
 
 
 def export_student(target: Path, *, max_score: Fraction = Fraction(100),
-                   exact_p99_points: float = 0.0) -> list[str]:
+                   exact_p99_points: float = 0.0, tracks: Path | None = None) -> list[str]:
     """Write the student bundle into the new or empty folder ``target``, for an assignment
-    graded out of ``max_score`` with the extension weighted ``exact_p99_points``; return
-    its files."""
+    graded out of ``max_score`` with the extension weighted ``exact_p99_points`` on the
+    tracks of ``tracks`` (default: the checkout's); return its files."""
     from graders.expected.oracle import ReferenceOracle
     from graders.feedback.curves import curve_cases
     from graders.grading.cases import visible_cases
     from graders.trackfiles.tracks import load_tracks
 
     root = project_root()
+    tracks = _tracks_folder(root, tracks)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ExportError(f"{target} exists and is not an empty folder; choose a new folder")
     share = visible_share(suite_tests(), Fraction(max_score), exact_p99_points)
-    tracks = load_tracks(root / "tracks")
-    cases = [*visible_cases(tracks), *(c for t in tracks for c in curve_cases(t))]
-    golden = build_golden(tracks, cases, ReferenceOracle().expected, visible_max_score=float(share))
+    tracks_found = load_tracks(tracks)
+    cases = [*visible_cases(tracks_found), *(c for t in tracks_found for c in curve_cases(t))]
+    golden = build_golden(tracks_found, cases, ReferenceOracle().expected,
+                          visible_max_score=float(share))
     bound = tuple(track.with_profile(from_json_data(golden["tracks"][track.track_id]["profile"]))
-                  for track in tracks)  # as the bundle binds them: its calls' inputs
-    probes = build_probes(golden, visible_cases(tracks), ReferenceOracle().expected,
+                  for track in tracks_found)  # as the bundle binds them: its calls' inputs
+    probes = build_probes(golden, visible_cases(tracks_found), ReferenceOracle().expected,
                           hidden_cases(), lab_cases(bound, DEFAULT_EXAMPLES))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".student-", dir=target.parent))
     staging.chmod(0o755)
     try:
         written = []
-        for name, path in student_members(root):
+        for name, path in student_members(root, tracks):
             destination = staging / name
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, destination)
             written.append(name)
         generated = {
             f"graders/{GOLDEN_NAME}": json.dumps(golden, indent=1, allow_nan=False) + "\n",
-            f"graders/{REALITY_NAME}": _reality_text(root),
+            f"graders/{REALITY_NAME}": _reality_text(tracks),
             "pyproject.toml": _student_pyproject(root),
             "README.md": _fill("student_README.md", visible_max=decimal_text(share),
                                max_score=decimal_text(Fraction(max_score)),
-                               track_count=str(len(tracks)),
-                               track_labels=", ".join(t.label for t in tracks)),
+                               track_count=str(len(tracks_found)),
+                               track_labels=", ".join(t.label for t in tracks_found)),
             ".github/workflows/classroom.yml": (TEMPLATES / "classroom.yml").read_text(),
             ".gitignore": (TEMPLATES / "gitignore").read_text(),
         }
@@ -290,12 +296,23 @@ def hidden_cases() -> list[Case]:
             if name.endswith("_cases") and callable(make) for case in make()]
 
 
-def _reality_text(root: Path) -> str:
-    """The tracks' reality curves, precomputed for the page (never run while grading)."""
+def _reality_text(tracks: Path) -> str:
+    """The reality curves of the tracks in ``tracks``, precomputed for the page (never run
+    while grading)."""
     from graders.reality.store import exported_text
     from graders.trackfiles.tracks import load_tracks
 
-    return exported_text(load_tracks(root / "tracks"))
+    return exported_text(load_tracks(tracks))
+
+
+def _tracks_folder(root: Path, tracks: Path | None) -> Path:
+    """The folder of track files an export ships: ``tracks`` (checked: every file must
+    load), else the checkout's."""
+    from graders.trackfiles.tracks import load_tracks
+
+    folder = root / "tracks" if tracks is None else tracks
+    load_tracks(folder)  # a bad track file stops the export with its problems
+    return folder
 
 
 def _student_pyproject(root: Path) -> str:

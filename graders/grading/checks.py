@@ -6,6 +6,7 @@ import collections
 import contextlib
 import json
 import math
+import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -26,12 +27,14 @@ from graders.grading.diagnosis import (
     Diagnosis,
     base_field,
     case_inputs,
+    catalogue,
     diagnose,
     error_hint,
     error_knock_on,
     error_name,
 )
 from graders.grading.feedback_layout import (
+    HANGS,
     CaseCounts,
     FailedCase,
     FeedbackParts,
@@ -186,12 +189,33 @@ def failed_call_message(outcome: CallOutcome) -> str:
     raised; the grader's own reasons, e.g. a missing function, are not)."""
     message = single_line(outcome.message.split("\n", 1)[0]
                           if outcome.status == "unimportable" else outcome.message)
+    hang = hang_message(outcome.status, message)
+    if hang is not None:
+        return hang
     if outcome.status == "raised":
         if message.startswith("NotImplementedError"):
             return f"{NOT_IMPLEMENTED} ({message})"
         if not message.startswith("serving.py"):
             return f"raised {message}"
     return message
+
+
+#: The runner's words for a call stopped at the per-call deadline, and for a function no
+#: longer called after too many of them.
+_TIMED_OUT = re.compile(r"timed out after (?P<seconds>\S+) s")
+_NO_MORE_CALLS = re.compile(r"\w+\(\) is not called again: it exceeded the per-call "
+                            r"deadline (?P<count>\d+) times")
+
+
+def hang_message(status: str, message: str) -> str | None:
+    """A hanging call said as one event, whether it was stopped at the deadline or not made
+    since (:data:`HANGS` and what happened), or None for any other failure."""
+    if status == "timeout" and (timed_out := _TIMED_OUT.fullmatch(message)):
+        return f"{HANGS}stopped at the per-call deadline, after {timed_out['seconds']} s"
+    if status == "abandoned" and (refused := _NO_MORE_CALLS.fullmatch(message)):
+        return (f"{HANGS}not called again, after {refused['count']} calls stopped at the "
+                "per-call deadline")
+    return None
 
 
 def _kept_value(value: Any) -> Any:
@@ -238,13 +262,18 @@ def kept_case(case: Case, outcome: CallOutcome, differences: Iterable[Difference
 
 def _sources(function: str, wrong: Iterable[str], expected: Any) -> dict[str, Any]:
     """The reference's numeric values of the fields the ``wrong`` ones are computed from,
-    but for the wrong ones themselves."""
+    and of those a catalogue entry for a wrong one names (``p95_latency_ms`` under a p99
+    taken at q = 0.95), but for the wrong ones themselves."""
     if not isinstance(expected, Mapping):
         return {}
     names = {base_field(name) for name in wrong}
     table = DERIVATIONS.get(function, {})
-    return {source: _kept_value(expected[source]) for name in sorted(names)
-            for derivation in table.get(name, ()) for source in derivation.sources
+    wanted = [source for name in sorted(names)
+              for derivation in table.get(name, ()) for source in derivation.sources]
+    wanted += sorted({source for mistake in catalogue()
+                      if mistake.function == function and mistake.field in names
+                      for source in mistake.fields_used()})
+    return {source: _kept_value(expected[source]) for source in wanted
             if source not in names and isinstance(expected.get(source), int | float)
             and not isinstance(expected.get(source), bool)}
 
@@ -352,11 +381,13 @@ class Grading:
     """
 
     def __init__(self, source: CaseSource, tolerance: Tolerance, *, label: str,
-                 hidden: bool) -> None:
+                 hidden: bool, per_track: bool = False) -> None:
         self._source = source
         self._tolerance = tolerance
         self._label = label
         self._hidden = hidden
+        #: A test of one track: its counts say so (see :meth:`CaseCounts.text`).
+        self._tracks = 1 if per_track else 0
         self._notes: list[str] = []
         self._root_cause: str | None = None
         self._first_problem = ""
@@ -517,7 +548,7 @@ class Grading:
 
     def _counts(self) -> str:
         """``3 of 13 cases failed`` (see :meth:`CaseCounts.text`)."""
-        return self._case_counts().text()
+        return self._case_counts().text(self._tracks)
 
     def _case_counts(self) -> CaseCounts:
         tally = self.tally
@@ -694,8 +725,8 @@ class Student:
                 self._send_asked()
         outcome = answer.outcome
         if not outcome.ok:
-            shown = ", ".join([*map(_argument, answer.args),
-                               *(f"{k}={_argument(v)}" for k, v in answer.kwargs.items())])
+            shown = ", ".join([*map(argument_text, answer.args),
+                               *(f"{k}={argument_text(v)}" for k, v in answer.kwargs.items())])
             reason = shortened(failed_call_message(outcome), MAX_REASON_CHARS)
             raise StudentCallFailed(f"{reason}, in {answer.function}({shown})")
         first = self._answers.setdefault(answer.asked, outcome.value)
@@ -754,14 +785,13 @@ class Student:
         return float(value)
 
 
-def _argument(value: Any) -> str:
-    """An argument as the lab names it: a track's objects by track, numbers as typed."""
+def argument_text(value: Any) -> str:
+    """An argument as the lab names it: a track's objects by track, numbers exactly as
+    passed (``2.0`` a float, ``2`` an int, as a case's heading writes them)."""
     for attribute, kind in (("track_id", "profile"), ("name", "model")):
         label = getattr(value, attribute, None)
         if isinstance(label, str):
             return f"<{kind} {label}>"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, int | str | bool) or value is None:
+    if isinstance(value, int | float | str | bool) or value is None:
         return repr(value)
     return f"<{type(value).__name__}>"

@@ -20,7 +20,8 @@ A catalogue is a TOML file of ``[[mistake]]`` tables (the grader's own is
 ``got`` is an arithmetic expression of the student's answer in terms of ``expected`` (the
 reference's value of the field), the reference's other fields of the same answer by
 name (where they are known: in grading; in a class report, which keeps the wrong fields,
-only the ones they are computed from, the kept case's ``sources``) and the case's
+only the ones they are computed from and the ones the grader's own entries for a wrong
+field name, the kept case's ``sources``) and the case's
 numeric inputs by parameter name (positional ones also as ``arg0``, ``arg1``, ...; an
 input and a field of the same name hold the field's value),
 with ``+ - * / // % **``, numbers, ``inf``, ``pi``, ``e`` and the functions
@@ -139,6 +140,15 @@ class Mistake:
             return float(_evaluate(_expression(self.got), names))
         except (KeyError, ArithmeticError, ValueError, TypeError):
             return None
+
+    def fields_used(self) -> frozenset[str]:
+        """The result fields of its function that ``got`` names: a class report keeps the
+        reference's values of these with every kept case where :attr:`field` is wrong
+        (:func:`graders.grading.checks.kept_case`), so that the entry can be matched."""
+        fields = RESULT_FIELDS.get(self.function) or ()
+        return frozenset(node.id for node in ast.walk(_expression(self.got))
+                         if isinstance(node, ast.Name) and node.id in fields) \
+            if self.got else frozenset()
 
     def agrees(self, expected: Any, got: Any, inputs: Mapping[str, float],
                fields: Mapping[str, Any] | None = None) -> bool:

@@ -10,6 +10,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from graders.feedback.audience import Audience, page_audience
 from graders.grading.compare import DEFAULT_ABS_TOL, DEFAULT_REL_TOL, Tolerance
 from graders.grading.scoring import exact_points
 from graders.sandbox.limits import DEFAULT_SANDBOX_USER, Limits
@@ -188,6 +189,11 @@ OPTIONS: tuple[Option, ...] = (
            "write a self-contained HTML feedback report (scores, feedback, and plots of the "
            "student's curves against the reference) to this path",
            "PATH"),
+    Option("html_for", "--grader-html-for", page_audience, "student",
+           "who the HTML page is for: 'student' (the default; the hidden tests' results, "
+           "and every total that counts them, are left out) or 'staff' (every result, "
+           "hidden ones included, under a banner saying it is a staff page)",
+           "{student,staff}"),
 )
 
 
@@ -204,6 +210,8 @@ NOT_GRADE_CHANGING: dict[str, str] = {
     "results": "an output path",
     "classroom": "an output path",
     "html": "an output path (graders regrade --pages writes each page)",
+    "html_for": "what the page shows, never the score (graders regrade --pages writes "
+                "students' pages)",
     "submission_metadata": "Gradescope's per-submission file, read by run_autograder",
     "sandbox_user": "where the code runs, never what it scores",
     "golden": "the student bundle's source of expected values, set by its export",
@@ -245,6 +253,7 @@ class Settings:
     classroom: Path | None = None
     submission_metadata: Path | None = None
     html: Path | None = None
+    html_for: Audience = "student"
     exact_p99_points: float = 0.0
     secret_file: Path | None = None
 
@@ -300,6 +309,7 @@ def resolve(raw: dict[str, Any], *, invocation_dir: Path, ini_dir: Path) -> Sett
         classroom=path("classroom"),
         submission_metadata=path("submission_metadata"),
         html=path("html"),
+        html_for=raw["html_for"][0],
         secret_file=path("secret_file"),
         exact_p99_points=raw["exact_p99_points"][0],
     )

@@ -17,6 +17,13 @@ Why is read from what the two runs recorded, never guessed:
 - *the secret*: the course secret's SHA-256 differs.
 
 A move none of these explains says "no recorded cause".
+
+Scores lie on a grid of 1e-6 points (:data:`GRID`), and a test's share of a total can
+move by one unit of it when the total is shared again: a submission *changed* only when
+its status differs or its score moved by more than one unit; a test *flipped* only when
+it passed and now fails, or the reverse. A test whose maximum changed while its share of
+it did not was *rescaled*: that is said once for the class, one line per cause
+(:func:`point_changes`), never per submission.
 """
 
 from __future__ import annotations
@@ -32,11 +39,15 @@ from typing import Any
 
 from graders import __version__
 from graders.escaping import for_csv_cell
-from graders.regrade.report import SCORED, GradedSubmission, track_of
+from graders.regrade.report import SCORED, GradedSubmission, function_of, track_of
 from graders.regrade.state import code_files, sha256, track_files
 
 RUN_NAME = "run.json"
 CHANGES_NAME = "changes.csv"
+#: One row per submission and test that changed, whatever the test's name holds.
+TEST_CHANGES_NAME = "changed_tests.csv"
+#: The grid written scores lie on (graders.grading.scoring.SCORE_UNIT), in points.
+GRID = 1e-6
 SCHEMA_VERSION = 1
 #: Options whose value is a path: recorded by what they hold (tracks, secret), not here.
 _PATH_OPTIONS = ("--tracks", "--secret-file")
@@ -87,7 +98,8 @@ def _outcome(test: Mapping[str, Any]) -> dict[str, Any]:
     tolerance = _TOLERANCE.search(str(test.get("output", "")).split("\n", 1)[0])
     return {"name": str(test.get("name", "")), "status": str(test.get("status", "")),
             "score": test.get("score"), "max_score": test.get("max_score"),
-            "track": track_of(test), "tolerance": tolerance.group(1) if tolerance else ""}
+            "track": track_of(test), "function": function_of(test),
+            "tolerance": tolerance.group(1) if tolerance else ""}
 
 
 def read_run(folder: Path) -> dict[str, Any] | None:
@@ -123,16 +135,23 @@ def _well_formed(document: Mapping[str, Any]) -> bool:
     return True
 
 
+#: How a test changed: its outcome (passed <-> failed), its share of its points, only its
+#: maximum, or it is in one run only.
+FLIPPED, POINTS, RESCALED, ADDED, REMOVED = "flipped", "points", "rescaled", "added", "removed"
+
+
 @dataclass(frozen=True)
-class Flip:
-    """One test whose outcome changed."""
+class ChangedTest:
+    """One test of one submission that changed (see :data:`FLIPPED` and the others)."""
 
     name: str
-    before: str
-    after: str
+    track: str
+    kind: str
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
 
     def text(self) -> str:
-        return f"{self.name}: {self.before} -> {self.after}"
+        return f"{self.name}: {state_text(self.before)} -> {state_text(self.after)}"
 
 
 @dataclass(frozen=True)
@@ -144,7 +163,7 @@ class Move:
     after_status: str
     before: float | None
     after: float | None
-    flips: tuple[Flip, ...]
+    tests: tuple[ChangedTest, ...]
     reasons: tuple[str, ...]
 
     @property
@@ -152,6 +171,20 @@ class Move:
         if self.before is None or self.after is None:
             return None
         return round(self.after - self.before, 6)
+
+    @property
+    def changed(self) -> bool:
+        """Whether its status differs or its score moved beyond the grid."""
+        if self.before_status != self.after_status:
+            return True
+        if self.before is None or self.after is None:
+            return self.before != self.after
+        return round(abs(self.after - self.before) / GRID) > 1
+
+    @property
+    def flips(self) -> tuple[ChangedTest, ...]:
+        """The tests that passed and now fail, or the reverse."""
+        return tuple(test for test in self.tests if test.kind == FLIPPED)
 
 
 def setting_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
@@ -181,34 +214,58 @@ def _what(before: Mapping[str, Any], after: Mapping[str, Any], name: str) -> str
 
 
 def compare(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[Move]:
-    """Every submission whose status, score or tests differ between two runs, with why."""
+    """Every submission whose status, score or tests differ between two runs beyond the
+    grid, with why: those that changed (:attr:`Move.changed`) first, largest move first."""
     was, now = previous.get("submissions", {}), current.get("submissions", {})
     settings = (previous.get("settings", {}), current.get("settings", {}))
     moves = []
     for ident in [*now, *(ident for ident in was if ident not in now)]:
         before, after = was.get(ident, {}), now.get(ident, {})
-        flips = _flips(before.get("tests", {}), after.get("tests", {}))
-        if (before.get("status"), before.get("score")) == (after.get("status"),
-                                                           after.get("score")) and not flips:
+        tests = changed_tests(before.get("tests", {}), after.get("tests", {}))
+        move = Move(ident, before.get("status", "absent"), after.get("status", "absent"),
+                    before.get("score"), after.get("score"), tuple(tests), ())
+        if not move.changed and not tests:
             continue
-        moves.append(Move(ident, before.get("status", "absent"), after.get("status", "absent"),
-                          before.get("score"), after.get("score"), tuple(flips),
-                          tuple(_reasons(before, after, settings))))
-    return sorted(moves, key=lambda move: (-abs(move.change or 0.0), move.submission))
+        moves.append(Move(move.submission, move.before_status, move.after_status,
+                          move.before, move.after, move.tests,
+                          tuple(_reasons(before, after, settings, tests))))
+    return sorted(moves, key=lambda move: (not move.changed, -abs(move.change or 0.0),
+                                           move.submission))
 
 
-def _flips(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Flip]:
-    flips = []
+def changed_tests(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[ChangedTest]:
+    """How each test of one submission changed between two runs (unchanged ones left
+    out), in the later run's order."""
+    found = []
     for key in [*after, *(key for key in before if key not in after)]:
         old, new = before.get(key), after.get(key)
-        if old is not None and new is not None and (old["status"], old["score"]) == (
-                new["status"], new["score"]):
-            continue
-        flips.append(Flip((new or old or {}).get("name", key), _state(old), _state(new)))
-    return flips
+        kind = _kind(old, new)
+        if kind is not None:
+            outcome = new or old or {}
+            found.append(ChangedTest(str(outcome.get("name", key)), str(outcome.get("track", "")),
+                                    kind, old, new))
+    return found
 
 
-def _state(outcome: Mapping[str, Any] | None) -> str:
+def _kind(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str | None:
+    """How one test changed (None: it did not, beyond the grid)."""
+    if old is None or new is None:
+        return None if old is new else ADDED if old is None else REMOVED
+    if (old.get("status") == "passed") != (new.get("status") == "passed"):
+        return FLIPPED
+    scores = (old.get("score"), new.get("score"), old.get("max_score"), new.get("max_score"))
+    if not all(isinstance(value, int | float) for value in scores):
+        return None if scores[:2] == scores[2:] or old == new else POINTS
+    score, now, maximum, new_maximum = (float(value) for value in scores)  # type: ignore[arg-type]
+    ratio = new_maximum / maximum if maximum else 1.0
+    # each score is within one unit of the grid of its exact share: more is a move
+    if abs(now - score * ratio) > GRID * (1 + ratio) * (1 + 1e-9):
+        return POINTS
+    return RESCALED if abs(new_maximum - maximum) > GRID * 1.5 else None
+
+
+def state_text(outcome: Mapping[str, Any] | None) -> str:
+    """A test's outcome in one run: ``failed (0.5/2)``, or ``absent``."""
     if outcome is None:
         return "absent"
     return f"{outcome['status']} ({outcome['score']:g}/{outcome['max_score']:g})" \
@@ -217,7 +274,8 @@ def _state(outcome: Mapping[str, Any] | None) -> str:
 
 
 def _reasons(before: Mapping[str, Any], after: Mapping[str, Any],
-             settings: tuple[Mapping[str, Any], Mapping[str, Any]]) -> list[str]:
+             settings: tuple[Mapping[str, Any], Mapping[str, Any]],
+             tests: Sequence[ChangedTest]) -> list[str]:
     """Why one submission moved (see the module)."""
     was, now = settings
     reasons = []
@@ -230,11 +288,9 @@ def _reasons(before: Mapping[str, Any], after: Mapping[str, Any],
                        f"{now.get('grader_version')}")
     elif was.get("code_sha256") != now.get("code_sha256"):
         reasons.append("the grader's code")
-    tests_before, tests_after = before.get("tests", {}), after.get("tests", {})
-    flipped = [(tests_before.get(key) or {}, tests_after.get(key) or {})
-               for key in {*tests_before, *tests_after}
-               if tests_before.get(key) != tests_after.get(key)]
-    tracks = {outcome.get("track") for pair in flipped for outcome in pair}
+    flipped = [(test.before or {}, test.after or {}) for test in tests]
+    # a test only rescaled is the points' doing, never its track's
+    tracks = {test.track for test in tests if test.kind != RESCALED}
     changed = _changed(was.get("tracks", {}), now.get("tracks", {}))
     reasons += [f"track {name}" for name in changed if name in tracks]
     if any(old.get("max_score") != new.get("max_score") for old, new in flipped if old and new) \
@@ -253,17 +309,100 @@ def _reasons(before: Mapping[str, Any], after: Mapping[str, Any],
 
 def changes_table(moves: Sequence[Move], entries: Sequence[GradedSubmission]
                   ) -> list[list[str]]:
-    """The rows of changes.csv, header first: one row per submission that moved."""
+    """The rows of changes.csv, header first: one row per submission that changed
+    (:attr:`Move.changed`), with how many of its tests flipped; each test is a row of
+    :func:`changed_tests_table`."""
     names = {entry.id: "; ".join(person.name for person in entry.submitters)
              for entry in entries}
     rows = [["submission", "names", "status_before", "status_after", "score_before",
-             "score_after", "change", "tests_flipped", "why"]]
+             "score_after", "change", "flipped", "why"]]
     rows += [[for_csv_cell(move.submission), for_csv_cell(names.get(move.submission, "")),
               move.before_status, move.after_status, _number(move.before),
-              _number(move.after), _number(move.change),
-              for_csv_cell("; ".join(flip.text() for flip in move.flips)),
-              "; ".join(move.reasons)] for move in moves]
+              _number(move.after), _number(move.change), str(len(move.flips)),
+              "; ".join(move.reasons)] for move in moves if move.changed]
     return rows
+
+
+def changed_tests_table(moves: Sequence[Move]) -> list[list[str]]:
+    """The rows of changed_tests.csv, header first: one row per submission and test that
+    changed (flipped, points, rescaled, added or removed), each field in a cell of its
+    own, so that no test name can break a row."""
+    rows = [["submission", "test", "track", "change", "status_before", "status_after",
+             "score_before", "max_before", "score_after", "max_after"]]
+    for move in moves:
+        for test in move.tests:
+            old, new = test.before or {}, test.after or {}
+            rows.append([for_csv_cell(move.submission), for_csv_cell(test.name), test.track,
+                         test.kind, str(old.get("status", "absent")),
+                         str(new.get("status", "absent")), _cell(old.get("score")),
+                         _cell(old.get("max_score")), _cell(new.get("score")),
+                         _cell(new.get("max_score"))])
+    return rows
+
+
+def _cell(value: Any) -> str:
+    return _number(float(value)) if isinstance(value, int | float) else ""
+
+
+def point_changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What changed in the tests' points for the whole class, one line per cause: the
+    tests added or removed, and the tests whose maximum changed, grouped by track (tracks
+    whose tests changed alike share a line)."""
+    before, after = _maxima(previous), _maxima(current)
+    lines = []
+    for what, keys, side in (("added", [k for k in after if k not in before], after),
+                             ("removed", [k for k in before if k not in after], before)):
+        by_track: dict[str, list[str]] = {}
+        for key in keys:
+            by_track.setdefault(side[key][0], []).append(key)
+        for track, found in sorted(by_track.items()):
+            points = sum(side[key][2] for key in found)
+            lines.append(f"tests {what}: {len(found)} {_where(track)} ({points:g} points)")
+    rescaled: dict[str, list[tuple[str, float, float]]] = {}
+    for key in after:
+        if key in before and abs(after[key][2] - before[key][2]) > GRID * 1.5:
+            rescaled.setdefault(after[key][0], []).append(
+                (after[key][1], before[key][2], after[key][2]))
+    alike: dict[tuple[tuple[str, float, float], ...], list[str]] = {}
+    for track, found_tests in sorted(rescaled.items()):
+        alike.setdefault(tuple(sorted(found_tests)), []).append(track)
+    for tests, tracks in alike.items():
+        functions = sorted({function for function, _, _ in tests})
+        whole = all(sorted(f for t, f, _ in after.values() if t == track) == sorted(
+            function for function, _, _ in tests) for track in tracks)
+        what = "every test" if whole else f"the tests of {', '.join(functions)}"
+        old = round(sum(value for _, value, _ in tests), 6)
+        new = round(sum(value for _, _, value in tests), 6)
+        each = " each" if len(tracks) > 1 else ""
+        where = (f"on the {_listed(tracks)} track{'s' if len(tracks) > 1 else ''}"
+                 if tracks != [""] else "without a track")
+        if abs(old - new) > GRID * 1.5:
+            plural = "s" if len(tests) != 1 else ""
+            moved = f"{old:g} -> {new:g}{each} ({len(tests)} test{plural}{each})"
+        else:  # points moved between its tests: each one's
+            moved = ", ".join(f"{function} {before_max:g} -> {after_max:g}"
+                              for function, before_max, after_max in tests) + each
+        lines.append(f"points of {what} {where}: {moved}")
+    return lines
+
+
+def _maxima(run: Mapping[str, Any]) -> dict[str, tuple[str, str, float]]:
+    """Every test of a run's graded submissions: (track, function, maximum)."""
+    found: dict[str, tuple[str, str, float]] = {}
+    for entry in run.get("submissions", {}).values():
+        for key, test in entry.get("tests", {}).items():
+            if key not in found and isinstance(test.get("max_score"), int | float):
+                function = str(test.get("function") or str(test.get("name", key)).split(" ")[0])
+                found[key] = (str(test.get("track", "")), function, float(test["max_score"]))
+    return found
+
+
+def _where(track: str) -> str:
+    return f"on the {track} track" if track else "without a track"
+
+
+def _listed(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _number(value: float | None) -> str:

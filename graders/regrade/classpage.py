@@ -14,7 +14,10 @@ from typing import Any
 
 from graders.escaping import for_html
 from graders.feedback.render import CSP
+from graders.regrade.changespage import STYLE as CHANGES_STYLE
+from graders.regrade.changespage import changes_section
 from graders.regrade.histogram import APART_COLOURS
+from graders.regrade.sharedcode import beside_cluster, shared_code_section
 
 PAGE_NAME = "class.html"
 STYLE = """
@@ -31,6 +34,7 @@ td.rate { text-align: center; font-variant-numeric: tabular-nums; min-width: 4.5
 .unknown { color: #6e6e73; font-style: italic; }
 .muted { color: #6e6e73; }
 code { background: #f2f2f5; padding: 0 .2rem; border-radius: 3px; }
+.shared-code { border-left: 3px solid #b58900; padding: .1rem .7rem; margin: .5rem 0; }
 """
 #: The colour of the distribution's graded bars (the others: APART_COLOURS).
 GRADED_COLOUR = "#4c72b0"
@@ -44,7 +48,7 @@ def build_class_page(report: Mapping[str, Any], *, names: bool) -> str:
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{for_html(CSP)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>Class report</title>", f"<style>{STYLE}</style></head><body>",
+        "<title>Class report</title>", f"<style>{STYLE}{CHANGES_STYLE}</style></head><body>",
         "<h1>Class report</h1>",
         f'<p id="summary">{total} submissions, {graded} graded'
         + (f", {total - graded} not graded" if total > graded else "") + ".",
@@ -54,11 +58,19 @@ def build_class_page(report: Mapping[str, Any], *, names: bool) -> str:
         parts.append(f" Mean {scores['mean']:.2f}, median {scores['median']:.2f}; "
                      f"{scores['full_marks']} with full marks.")
     parts.append("</p>")
+    if report.get("version_drift"):
+        parts.append(f'<p id="version-drift"><b>Warning:</b> '
+                     f"{for_html(report['version_drift'])}: these scores may differ from "
+                     "Gradescope's, which grades with the pinned versions.</p>")
+    if names:  # every submission named as changes.csv and grades.csv name it
+        report = with_people(report)
     if "changes" in report:
-        parts += _changes(report["changes"])
+        parts += changes_section(report["changes"])
     parts += _distribution(report)
     parts += _heatmap(report.get("heatmap", {}))
     parts += _clusters(report.get("clusters", []), graded, names=names)
+    if "shared_code" in report:
+        parts += shared_code_section(report["shared_code"])
     if names:
         parts += _students(report.get("students", []))
     else:
@@ -69,43 +81,36 @@ def build_class_page(report: Mapping[str, Any], *, names: bool) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _changes(changes: Mapping[str, Any]) -> list[str]:
-    """What this regrade changed against the run it compares with (see
-    :mod:`graders.regrade.changes`)."""
-    parts = ['<div id="changes">', "<h2>What changed</h2>"]
-    before = changes.get("compared_with")
-    if not before:
-        return [*parts, '<p class="muted">Nothing to compare with: no earlier run in this '
-                "folder. A regrade compares itself with the previous run in its output "
-                "folder, or with <code>--compare DIR</code>.</p>", "</div>"]
-    moves = changes["moves"]
-    parts.append(f"<p>Compared with the run in <code>{for_html(before['folder'])}</code> "
-                 f"finished {for_html(before['finished_at'])}: <b>{len(moves)}</b> "
-                 f"submission{'s' if len(moves) != 1 else ''} changed.</p>")
-    settings = changes.get("settings", [])
-    parts.append("<p>Settings that differ: " + (", ".join(
-        f"<code>{for_html(line)}</code>" for line in settings) or "none") + ".</p>")
-    if not moves:
-        return [*parts, "</div>"]
-    parts.append('<table id="moves"><tr><th>submission</th><th>from</th><th>to</th>'
-                 "<th>change</th><th>tests that flipped</th><th>why</th></tr>")
-    for move in moves:
-        flips = "<br>".join(f"{for_html(flip['test'])}: {for_html(flip['before'])} \u2192 "
-                            f"{for_html(flip['after'])}" for flip in move["tests_flipped"])
-        change = move["change"]
-        parts.append(
-            f'<tr data-submission="{for_html(move["submission"])}">'
-            f"<td>{for_html(move['submission'])}</td>"
-            f"<td>{_moved(move['score_before'], move['status_before'])}</td>"
-            f"<td>{_moved(move['score_after'], move['status_after'])}</td>"
-            f"<td>{'' if change is None else f'{change:+.2f}'}</td><td>{flips}</td>"
-            f"<td>{for_html('; '.join(move['why']))}</td></tr>")
-    parts += ["</table>", "</div>"]
-    return parts
+def with_people(report: Mapping[str, Any]) -> dict[str, Any]:
+    """``report`` with each submission id the page shows (the clusters' and the changes')
+    followed by its submitters' names, ``submission_1 (Ada Lovelace)``, from its
+    ``students`` (made with ``--names``); an id without names stays as it is."""
+    people = {row["submission"]: row["names"] for row in report.get("students", [])
+              if row.get("names")}
 
+    def who(ident: str) -> str:
+        return f"{ident} ({people[ident]})" if ident in people else ident
 
-def _moved(score: float | None, status: str) -> str:
-    return for_html(status) if score is None else f"{score:.2f}"
+    def cluster(row: Mapping[str, Any]) -> dict[str, Any]:
+        named = {**row, "representative": who(row["representative"])}
+        if "members" in row:
+            named["members"] = [who(member) for member in row["members"]]
+        if "breaks" in row:
+            named["breaks"] = [{**broken, **({"members": [who(m) for m in broken["members"]]}
+                                             if "members" in broken else {})}
+                               for broken in row["breaks"]]
+        if "not_started" in row:
+            named["not_started"] = [{**item, "submission": who(item["submission"])}
+                                    for item in row["not_started"]]
+        return named
+
+    named: dict[str, Any] = {**report,
+                             "clusters": [cluster(row) for row in report.get("clusters", [])]}
+    if "changes" in report:
+        named["changes"] = {**report["changes"], "moves": [
+            {**move, "submission": who(move["submission"])}
+            for move in report["changes"].get("moves", [])]}
+    return named
 
 
 def _distribution(report: Mapping[str, Any]) -> list[str]:
@@ -238,6 +243,7 @@ def _cluster(rank: int, cluster: Mapping[str, Any], graded: int, *, names: bool
         parts.append("<details><summary>All submissions</summary><p>"
                      + ", ".join(for_html(m) for m in cluster["members"])
                      + "</p></details>")
+    parts += beside_cluster(cluster)
     parts.append("</section>")
     return parts
 
@@ -246,15 +252,24 @@ def _score(score: float | None) -> str:
     return "no score" if score is None else f"{score:.2f}"
 
 
+def _late(student: Mapping[str, Any]) -> str:
+    """grades.csv's lateness in words: "on time", "3 days late", or a dash when unknown."""
+    if student.get("late") == "yes":
+        days = int(student.get("days_late") or 0)
+        return f"{days} day{'s' if days != 1 else ''} late"
+    return "on time" if student.get("late") == "no" else "\u2013"
+
+
 def _students(students: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = ["<h2>Submissions</h2>", '<table id="students"><tr><th>submission</th>'
-            "<th>names</th><th>status</th><th>score</th><th>page</th></tr>"]
+            "<th>names</th><th>status</th><th>score</th><th>late</th><th>page</th></tr>"]
     for student in students:
         page = student.get("page")
         link = f'<a href="{for_html(page)}">feedback</a>' if page else "\u2013"
         rows.append(f"<tr><td>{for_html(student['submission'])}</td>"
                     f"<td>{for_html(student['names'])}</td>"
                     f"<td>{for_html(student['status'])}</td>"
-                    f"<td>{_score(student['score'])}</td><td>{link}</td></tr>")
+                    f"<td>{_score(student['score'])}</td>"
+                    f'<td class="late">{_late(student)}</td><td>{link}</td></tr>')
     rows.append("</table>")
     return rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -18,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from graders.escaping import escape_controls
-from graders.regrade.changes import Move
+from graders.regrade.changes import FLIPPED, POINTS, Move, state_text
 from graders.regrade.clusters import Cluster
 from graders.regrade.job import PAGE_NAME
-from graders.regrade.report import SCORED, GradedSubmission
+from graders.regrade.report import SCORED, GradedSubmission, lateness
 from graders.regrade.roster import file_name
 
 KEY_NAME = ".anonymous-labels.key"
@@ -93,14 +94,35 @@ def cluster_rows(clusters: Sequence[Cluster], graded: int, *, key: bytes, names:
 
 def student_rows(entries: Sequence[GradedSubmission], pages: set[str]
                  ) -> list[dict[str, Any]]:
-    """Every submission with its names, status, score and page (only with ``--names``)."""
+    """Every submission with its names, status, score, lateness (grades.csv's ``late`` and
+    ``days_late``, "" when a time is unknown) and page (only with ``--names``)."""
     return [{"submission": escape_controls(entry.id),
              "names": escape_controls("; ".join(p.name for p in entry.submitters)),
              "status": entry.status,
              # a grader failure or a time-out has no score: None, never a 0
              "score": entry.score if entry.status in SCORED else None,
+             **dict(zip(("late", "days_late"), lateness(entry.created_at, entry.due),
+                        strict=True)),
              **({"page": page_link(entry.id)} if entry.id in pages else {})}
             for entry in entries]
+
+
+def without_names(report: Mapping[str, Any], entries: Sequence[GradedSubmission], *,
+                  key: bytes) -> dict[str, Any]:
+    """``report`` (:func:`graders.regrade.report.class_report` of ``entries``) with the
+    submissions that were not graded under their anonymous labels, as without ``--names``
+    every other part of report.json and report.md shows them; their reasons name the
+    label too, where they quote the submission's file or folder."""
+    ungraded = [entry for entry in entries if not entry.graded]
+
+    def unnamed(row: Mapping[str, Any], ident: str) -> dict[str, Any]:
+        label = anonymous_label(key, ident)
+        quoted = re.compile(f"'{re.escape(escape_controls(ident))}(?:\\.[^'/]*)?'")
+        return {**row, "submission": label,
+                "reason": quoted.sub(lambda _: f"'{label}'", str(row["reason"]))}
+
+    return {**report, "not_graded": [unnamed(row, entry.id) for row, entry in
+                                     zip(report["not_graded"], ungraded, strict=True)]}
 
 
 def pages_written(out: Path, entries: Sequence[GradedSubmission]) -> set[str]:
@@ -111,13 +133,16 @@ def pages_written(out: Path, entries: Sequence[GradedSubmission]) -> set[str]:
 
 def change_rows(moves: Sequence[Move], *, key: bytes, names: bool) -> list[dict[str, Any]]:
     """The submissions a regrade moved, as plain JSON: who (a name only with ``names``),
-    from and to, the tests that flipped, and why."""
+    from and to, the tests that flipped (passed <-> failed), those whose share of their
+    points moved, and why."""
     return [{"submission": escape_controls(move.submission) if names
              else anonymous_label(key, move.submission),
              "status_before": move.before_status, "status_after": move.after_status,
              "score_before": move.before, "score_after": move.after, "change": move.change,
-             "tests_flipped": [{"test": escape_controls(flip.name), "before": flip.before,
-                                "after": flip.after} for flip in move.flips],
+             **{field: [{"test": escape_controls(test.name), "before": state_text(test.before),
+                         "after": state_text(test.after)}
+                        for test in move.tests if test.kind == kind]
+                for field, kind in (("tests_flipped", FLIPPED), ("tests_points", POINTS))},
              "why": list(move.reasons)} for move in moves]
 
 

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -48,25 +48,33 @@ from graders.plugin.submission import read_submission
 from graders.regrade.changes import (
     CHANGES_NAME,
     RUN_NAME,
+    TEST_CHANGES_NAME,
+    changed_tests_table,
     changes_table,
     compare,
+    point_changes,
     read_run,
     run_record,
     run_settings,
     setting_changes,
 )
+from graders.regrade.classlist import join, read_roster, with_submitters
 from graders.regrade.classpage import PAGE_NAME, build_class_page
 from graders.regrade.classview import (
+    anonymous_label,
     change_rows,
     cluster_rows,
     label_key,
     pages_written,
     student_rows,
     with_classes,
+    without_names,
 )
 from graders.regrade.clusters import cluster
+from graders.regrade.gradebook import gradebook_outputs
 from graders.regrade.job import JobContext, run_job
 from graders.regrade.progress import Progress
+from graders.regrade.published import check_settings
 from graders.regrade.report import (
     GradedSubmission,
     class_report,
@@ -82,6 +90,7 @@ from graders.regrade.roster import (
     submission_file,
     visible_name,
 )
+from graders.regrade.sharedcode import read_sources, shared_code_rows
 from graders.regrade.slots import Slot, claim_slots, release_slots
 from graders.regrade.state import (
     RESULTS_NAME,
@@ -95,15 +104,16 @@ from graders.results.files import OutputPathError, check_output_folder
 from graders.results.reports import read_valid_results, write_json_atomically
 from graders.sandbox.cleanup import process_alive, remove_tree, report_problems
 from graders.sandbox.confinement import confinement_gap
+from graders.sandbox.interrupts import GradingInterrupted, Interruption
 from graders.sandbox.platforms import capabilities, running_as_root
 from graders.sandbox.privileges import close_to_others
 from graders.sandbox.runner import Limits
 from graders.sandbox.seats import SEATS, seated
+from graders.versions import drift_listed, regrade_drift_warning
 
 #: Seconds one submission may take in all: the runner's bound on a submission that hangs
 #: everywhere, plus a generous allowance for the rest of its grading on a busy machine.
 DEFAULT_TIMEOUT_S = float(math.ceil(Limits().worst_case_s + 120))
-INTERRUPTED = 130
 
 
 def needs_linux(command: str) -> str | None:
@@ -118,15 +128,15 @@ def needs_linux(command: str) -> str | None:
 
 def run_regrade(args: argparse.Namespace) -> int:
     """Grade every submission below ``args.submissions``; 0 when the batch completed, and
-    130 with one line when Ctrl-C or SIGTERM stops it, in whichever phase (the checks,
-    the gradings, the reports)."""
+    128 + the signal's number with one line when Ctrl-C (130) or SIGTERM (143) stops it,
+    in whichever phase (the checks, the gradings, the reports)."""
     with _interrupts_as_keyboard_interrupt():
         try:
             return _regrade(args)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as error:
             sys.stderr.write("graders: regrade interrupted; run the same command again to "
                              "resume\n")
-            return INTERRUPTED
+            return Interruption().exit_code(error)
 
 
 def _regrade(args: argparse.Namespace) -> int:
@@ -139,6 +149,7 @@ def _regrade(args: argparse.Namespace) -> int:
     # refused before anything: a link, a file, a folder of another user or one that others
     # can write (see graders.results.files); a missing one is made below, and checked again
     check_output_folder(out, "--out", create=False, allow_link=False)
+    _refuse_out_inside(root, out)
     export = export_inside(root, exclude=out)
     if export is not None:  # "Export Submissions", unzipped: one folder holding the class
         sys.stderr.write(f"graders: note: {visible_name(str(root))!r} holds one Gradescope "
@@ -157,13 +168,23 @@ def _regrade(args: argparse.Namespace) -> int:
         raise GraderError(f"--due {args.due!r} is not a time: give e.g. "
                           "'2024-03-01 23:59 -08:00' (ISO 8601; UTC without an offset)")
     submissions, warnings = discover(root, exclude=out)
-    for warning in warnings:
+    classlist = join(submissions, read_roster(Path(args.roster)) if args.roster else None)
+    submissions = with_submitters(submissions, classlist)  # a Classroom class gets names
+    for warning in [*warnings, *classlist.warnings]:
         sys.stderr.write(f"graders: warning: {warning}\n")
+    drifted = regrade_drift_warning()  # once for the class; its gradings do not repeat it
+    if drifted is not None:
+        sys.stderr.write(f"graders: warning: {drifted}\n")
     if not submissions:
         raise SubmissionError(f"no submissions in {str(root)!r}: expected a folder per "
                               "submission (e.g. a Gradescope export) or *.py files")
     check_output_folder(out, "--out", allow_link=False)
     baseline = _baseline(out, args.compare)  # read before any grading rewrites OUT
+    settings = _settings(args, options)
+    if args.compare is None:  # OUT's grades are published: never replaced unasked
+        differ = check_settings(out, baseline[0], settings, accepted=args.new_settings)
+        if differ is not None:
+            sys.stderr.write(f"graders: note: {differ}\n")
     closed = _close_class_folders(root, out)
     started = time.monotonic()
     fingerprint = grader_fingerprint(tracks=Path(args.tracks) if args.tracks else None,
@@ -178,24 +199,30 @@ def _regrade(args: argparse.Namespace) -> int:
     with _interrupts_as_keyboard_interrupt():
         try:
             _grade_all(pending, context, args.jobs, progress)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as error:
             progress.close()
             for line in closed:  # said in the summary otherwise, which this run never prints
                 sys.stderr.write(f"graders: note: {line}\n")
             sys.stderr.write("graders: regrade interrupted; run the same command again to "
                              "resume\n")
-            return INTERRUPTED
+            return Interruption().exit_code(error)
     progress.close()
     entries = [_graded(submission, context, due=args.due or "") for submission in submissions]
     for warning in duplicate_sid_warnings(entries):
         sys.stderr.write(f"graders: warning: {warning}\n")
-    current = run_record(entries, _settings(args, options), {
+    current = run_record(entries, settings, {
         submission.id: record.submission_sha256 for submission in submissions
         if (record := read_record(context.folder(submission))) is not None})
     written, failures = write_outputs(out, entries, histogram=not args.no_histogram,
                                       names=args.names, catalogue=catalogue,
-                                      run=(current, *baseline))
+                                      run=(current, *baseline),
+                                      sources=read_sources(submissions))
+    books, notes, failed = gradebook_outputs(out, entries, classlist, args.gradebook or (),
+                                             args.gradebook_column)
+    written, failures = [*written, *books], [*failures, *failed]
     _summary(entries, len(pending), time.monotonic() - started, written, closed)
+    for note in notes:  # what the gradebook files leave out, or the LMS may not match
+        sys.stderr.write(f"graders: warning: {note}\n")
     for failure in failures:  # the grader's own failure, never a student's: said, not hidden
         sys.stderr.write(f"graders: error: {failure}\n")
     if failures:
@@ -229,6 +256,16 @@ def _settings(args: argparse.Namespace, options: list[str]) -> dict[str, Any]:
     secret = read_secret(Path(args.secret_file)) if args.secret_file else None
     return run_settings(tracks=Path(args.tracks) if args.tracks else None, options=options,
                         secret=secret)
+
+
+def _refuse_out_inside(root: Path, out: Path) -> None:
+    """--out is not inside the submissions folder: every later regrade of that folder, or
+    of the Gradescope export in it, would find it among the submissions."""
+    real_root, real_out = Path(os.path.realpath(root)), Path(os.path.realpath(out))
+    if real_out != real_root and real_out.is_relative_to(real_root):
+        raise OutputPathError(f"--out {str(out)!r} lies inside the submissions folder "
+                              f"{str(root)!r}: a later regrade of it would take the outputs "
+                              "for a submission; choose a folder outside it (e.g. beside it)")
 
 
 def _refuse_inputs(root: Path, out: Path, tracks: str | None) -> None:
@@ -340,9 +377,10 @@ def _is_up_to_date(submission: ClassSubmission, context: JobContext) -> bool:
 
 @contextlib.contextmanager
 def _interrupts_as_keyboard_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C, so that running gradings are killed either way."""
+    """Treat SIGTERM like Ctrl-C, so that running gradings are killed either way; the
+    interrupt names its signal, for the exit code."""
     def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        raise GradingInterrupted(signum)
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -436,7 +474,7 @@ def _follow(futures: dict[concurrent.futures.Future[JobRecord | None], ClassSubm
                 sys.stderr.write(f"\ngraders: error: regrading {futures[future].id} failed: "
                                  f"{type(error).__name__}: {error}\n")
                 record = None
-            progress.advance(failed=record is None or record.status != "graded")
+            progress.advance(None if record is None else record.status)
         progress.show()
 
 
@@ -461,7 +499,8 @@ RunPair = tuple[dict[str, Any], dict[str, Any] | None, str]
 
 def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: bool,
                   names: bool = False, catalogue: Sequence[Mistake] | None = None,
-                  run: RunPair | None = None) -> tuple[list[Path], list[str]]:
+                  run: RunPair | None = None, sources: Mapping[str, str] | None = None
+                  ) -> tuple[list[Path], list[str]]:
     """Write grades.csv, report.json (with the mistake clusters and, given ``run``, what
     changed), changes.csv (when there is a run to compare with), class.html, histogram.png,
     report.md and, last, run.json; return the paths written and a line for each output
@@ -486,17 +525,24 @@ def write_outputs(out: Path, entries: Sequence[GradedSubmission], *, histogram: 
     if moves is not None:
         attempt(out / CHANGES_NAME, lambda: _write_csv(out / CHANGES_NAME,
                                                        changes_table(moves, entries)))
-    else:  # nothing to compare with: an earlier run's changes.csv would say otherwise
-        try:
-            (out / CHANGES_NAME).unlink(missing_ok=True)
-        except OSError as error:
-            failures.append(f"removing the earlier {out / CHANGES_NAME} failed: {error}")
+        attempt(out / TEST_CHANGES_NAME, lambda: _write_csv(out / TEST_CHANGES_NAME,
+                                                            changed_tests_table(moves)))
+    else:  # nothing to compare with: an earlier run's changes would say otherwise
+        for name in (CHANGES_NAME, TEST_CHANGES_NAME):
+            try:
+                (out / name).unlink(missing_ok=True)
+            except OSError as error:
+                failures.append(f"removing the earlier {out / name} failed: {error}")
 
     def summary() -> None:
         built, left_out = guarded_report(
-            entries, lambda chosen: _class_summary(out, chosen, mistakes, names=names))
+            entries, lambda chosen: _class_summary(out, chosen, mistakes, names=names,
+                                                   sources=sources))
         failures.extend(left_out)
         report.update(built)
+        drifted = drift_listed()
+        if drifted is not None:  # said in report.md and on the class page too
+            report["version_drift"] = drifted
         if run is not None:
             report["changes"] = _changes(run, moves, key=label_key(out), names=names)
         write_json_atomically(out / "report.json", report)
@@ -541,7 +587,11 @@ def _changes(run: RunPair, moves: Sequence[Any] | None, *, key: bytes, names: bo
                               "finished_at": str(previous.get("finished_at", ""))},
             "settings": setting_changes(previous.get("settings", {}),
                                         current.get("settings", {})),
-            "moves": change_rows(moves, key=key, names=names)}
+            "points": point_changes(previous, current),
+            "submissions": len(current.get("submissions", {})),
+            "unchanged_with_test_changes": sum(not move.changed for move in moves),
+            "moves": change_rows([move for move in moves if move.changed], key=key,
+                                 names=names)}
 
 
 def _write_csv(path: Path, rows: Sequence[Sequence[str]]) -> None:
@@ -551,16 +601,24 @@ def _write_csv(path: Path, rows: Sequence[Sequence[str]]) -> None:
 
 
 def _class_summary(out: Path, entries: Sequence[GradedSubmission],
-                   catalogue: Sequence[Mistake], *, names: bool) -> dict[str, Any]:
-    """report.json's content for ``entries``: the class report, its mistake clusters and,
-    with ``names``, its students."""
+                   catalogue: Sequence[Mistake], *, names: bool,
+                   sources: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """report.json's content for ``entries``: the class report, its mistake clusters,
+    the groups of alike submissions (given their ``sources``) and, with ``names``, its
+    students."""
     pages = pages_written(out, entries)
     found = cluster(entries, catalogue)
-    return with_classes(
-        class_report(entries),
-        cluster_rows(found, sum(entry.graded for entry in entries), key=label_key(out),
+    key = label_key(out)
+    report = with_classes(
+        class_report(entries) if names else without_names(class_report(entries), entries,
+                                                           key=key),
+        cluster_rows(found, sum(entry.graded for entry in entries), key=key,
                      names=names, pages=pages),
         student_rows(entries, pages) if names else None)
+    if sources is None:
+        return report
+    return shared_code_rows(report, found, entries, sources, lambda ident: escape_controls(
+        ident) if names else anonymous_label(key, ident))
 
 
 def guarded_report(entries: Sequence[GradedSubmission],

@@ -17,15 +17,22 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes:02d}:{seconds:02d}"
 
 
+#: A finished grading's status that still gave a score: 0 points, no grading.
+REJECTED = "rejected"
+
+
 class Progress:
-    """Counts of a batch (done, failed, skipped) with elapsed time and an ETA."""
+    """Counts of a batch (done, up to date, rejected, not graded) with elapsed time and an
+    ETA, in the words of the regrade's summary: ``rejected`` (no usable serving.py, 0
+    points) and ``not graded`` (no score: the grader failed or ran out of time)."""
 
     def __init__(self, total: int, stream: TextIO, *, skipped: int = 0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.total = total
         self.skipped = skipped
         self.done = skipped
-        self.failed = 0
+        self.rejected = 0
+        self.not_graded = 0
         self._stream = stream
         self._clock = clock
         self._started = clock()
@@ -34,7 +41,8 @@ class Progress:
         self._last_step = -1
 
     def line(self) -> str:
-        """The bar and its counts, e.g. ``[#####.....] 12/100, 1 failed, 00:42, ETA 05:10``."""
+        """The bar and its counts, e.g.
+        ``[#####.....] 12/100, 1 rejected, 0 not graded, 00:42 elapsed, ETA 05:10``."""
         filled = _WIDTH * self.done // self.total if self.total else _WIDTH
         elapsed = self._clock() - self._started
         graded = self.done - self.skipped
@@ -43,13 +51,17 @@ class Progress:
         parts = [f"[{'#' * filled}{'.' * (_WIDTH - filled)}] {self.done}/{self.total}"]
         if self.skipped:
             parts.append(f"{self.skipped} up to date")
-        parts += [f"{self.failed} failed", f"{_clock(elapsed)} elapsed", f"ETA {eta}"]
+        if self.rejected:
+            parts.append(f"{self.rejected} rejected")
+        parts += [f"{self.not_graded} not graded", f"{_clock(elapsed)} elapsed", f"ETA {eta}"]
         return ", ".join(parts)
 
-    def advance(self, *, failed: bool) -> None:
-        """One more submission finished."""
+    def advance(self, status: str | None) -> None:
+        """One more submission finished, with its status (``graded``, ``rejected``, ...;
+        None when the regrade could not tell: not graded)."""
         self.done += 1
-        self.failed += failed
+        self.rejected += status == REJECTED
+        self.not_graded += status not in ("graded", REJECTED)
         self.show()
 
     def show(self) -> None:

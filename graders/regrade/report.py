@@ -466,6 +466,9 @@ def markdown(report: Mapping[str, Any], *, histogram_file: str | None = None) ->
              + (f", {total - graded} not graded (listed at the end)" if total > graded else "")
              + (f". Maximum score {report['max_score']:g}." if report["max_score"] is not None
                 else "."), ""]
+    if report.get("version_drift"):
+        lines += [f"**Warning:** {_cell(report['version_drift'])}: these scores may differ "
+                  "from Gradescope's, which grades with the pinned versions.", ""]
     scores = report["scores"]
     if scores:
         lines += [f"Scores: mean {scores['mean']:g}, median {scores['median']:g}, "

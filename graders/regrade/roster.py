@@ -26,6 +26,8 @@ from graders.errors import SubmissionError
 from graders.plugin.submission import SKIPPED_FOLDERS, locate_submission
 
 METADATA_NAME = "submission_metadata.yml"
+#: The files that mark a folder as a regrade's output (``--out``), never a submission.
+REGRADE_OUTPUT_FILES = ("run.json", "grades.csv")
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,8 @@ def discover(root: Path, *, exclude: Path | None = None
     Each folder is a submission, and so is each file (a ``*.py`` one is graded; any other,
     a notebook or a zip as an LMS download holds them, gets its row and the reason it
     cannot be graded); hidden entries, ``__MACOSX``, the metadata file and ``exclude``
-    (the output folder, if it lies inside) are skipped, and a README file too, with a
-    warning.
+    (the output folder, if it lies inside) are skipped, and a README file and an earlier
+    regrade's output folder too, each with a warning.
     """
     if not root.is_dir():
         raise SubmissionError(f"submissions folder {str(root)!r} is not a folder")
@@ -77,6 +79,11 @@ def discover(root: Path, *, exclude: Path | None = None
     for entry in sorted(root.iterdir()):
         if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS \
                 or entry.resolve() == excluded:
+            continue
+        if is_regrade_output(entry):  # an earlier --out inside the class: said, not graded
+            warnings.append(f"{visible_name(entry.name)} is an earlier regrade's output "
+                            f"({' and '.join(REGRADE_OUTPUT_FILES)} in it), not a submission: "
+                            "left out; move it out of the submissions folder")
             continue
         if entry.suffix == ".py" and not entry.is_dir():
             ident = visible_name(entry.stem)
@@ -117,17 +124,25 @@ def visible_name(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
+def is_regrade_output(entry: Path) -> bool:
+    """Whether ``entry`` is a folder a regrade wrote its outputs into (not a link)."""
+    return entry.is_dir() and not entry.is_symlink() and all(
+        (entry / name).is_file() for name in REGRADE_OUTPUT_FILES)
+
+
 def export_inside(root: Path, *, exclude: Path | None = None) -> Path | None:
     """The Gradescope export folder that ``root`` holds, when ``root`` is the folder
     "Export Submissions" unzipped into: no ``submission_metadata.yml`` of its own and
     exactly one folder with one (anything else that could be a submission beside it is
-    an error). None when ``root`` is itself the class."""
+    an error; an earlier regrade's output folder is not). None when ``root`` is itself
+    the class."""
     if not root.is_dir() or (root / METADATA_NAME).is_file():
         return None
     excluded = exclude.resolve() if exclude is not None else None
     entries = [entry for entry in sorted(root.iterdir())
                if not entry.name.startswith(".") and entry.name not in SKIPPED_FOLDERS
-               and entry.resolve() != excluded and (entry.is_dir() or entry.suffix == ".py")]
+               and entry.resolve() != excluded and (entry.is_dir() or entry.suffix == ".py")
+               and not is_regrade_output(entry)]
     exports = [entry for entry in entries
                if not entry.is_symlink() and (entry / METADATA_NAME).is_file()]
     if not exports:

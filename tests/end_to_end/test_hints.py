@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from catalogue_mutants import KNOCK_ON_ONLY, MUTANTS, submission_name, write_mutant
 from helpers import CORPUS
 
 from graders.grading.diagnosis import catalogue
@@ -48,89 +49,6 @@ CORPUS_HINTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "erlang_c_overload_zero": ("erlang_c", ("always waits", "1.0, not 0")),
     "quantity_zero_on_failure": ("quantity_to_float", ("default", "not 0.0")),
 }
-
-EXACT_TAIL = '''    def tail(q):
-        mu_ms, r_ms = 1 / service_ms, rate / 1000
-
-        def survival(t):
-            served = math.exp(-mu_ms * t)
-            d = r_ms - mu_ms
-            spread = t if abs(d * t) < 1e-12 else -math.expm1(-d * t) / d
-            return (1 - wait) * served + wait * served * (1 + mu_ms * spread)
-
-        low, high = 0.0, 1.0
-        while survival(high) > 1 - q:
-            high *= 2
-        for _ in range(200):
-            middle = (low + high) / 2
-            if survival(middle) > 1 - q:
-                low = middle
-            else:
-                high = middle
-        return (low + high) / 2
-'''
-LAB_TAIL = '''    def tail(q):
-        if wait <= 0 or q <= 1 - wait:
-            return service_ms
-        return service_ms + v * (-math.log((1 - q) / wait) / rate * 1000)
-'''
-#: A submission with each catalogued mistake: a corpus folder, or one text edit (old, new)
-#: of the correct solution. Entries that share a submission share their hint.
-MUTANTS: dict[str, str | tuple[str, str]] = {
-    "natural-log": "batching_natural_log",
-    "formation-no-half": "formation_delay_no_half",
-    "gib-for-gb": "gib_for_gb",
-    "battery-zero": "battery_zero_not_none",
-    "kv-no-factor-2": "kv_state_no_factor_2",
-    "kv-no-factor-2-in-cache": "kv_state_no_factor_2",
-    "mb-over-1000": "mb_over_1000",
-    "max-concurrent-ceil": "cache_ceil",
-    "no-variability-factor": ("return service_ms + v * (-math.log",
-                              "return service_ms + (-math.log"),
-    "no-variability-factor-p999": ("return service_ms + v * (-math.log",
-                                   "return service_ms + (-math.log"),
-    "variability-linear-cv": "variability_linear_cv",
-    "erlang-c-textbook": "erlang_c_textbook",
-    "erlang-c-overload-zero": "erlang_c_overload_zero",
-    "warm-pool-ignored": "warm_pool_ignored",
-    "warm-pool-not-applied": ("exposed = profile.service_ms + cold * (1 - protected)",
-                              "exposed = profile.service_ms + cold"),
-    "passes-floor": "passes_floor",
-    "quantity-zero-on-failure": "quantity_zero_on_failure",
-    "passes-floor-values": "passes_floor",
-    "variability-linear-cv-mean": "variability_linear_cv",
-    "no-variability-factor-mean": ("v = max(0.1, (1 + service_cv**2) / 2)", "v = 1.0"),
-    "p99-at-q095": "p99_at_q095",
-    "p99-at-q0999": ("p99 = tail(0.99)", "p99 = tail(0.999)"),
-    "slo-ok-from-mean": "slo_ok_uses_mean",
-    "unstable-only-above-one": "unstable_only_above_one",
-    "cold-start-max-bandwidth": "cold_start_max_bandwidth",
-    "batched-service-compounding": (
-        "batched = service_ms * (1 + 0.08 * math.log2(b)) / max(1.0, efficiency_gain)",
-        "batched = b * service_ms / max(1.0, efficiency_gain)"),
-    "exact-tail-p99": (LAB_TAIL, EXACT_TAIL),
-    "exact-tail-p95": (LAB_TAIL, EXACT_TAIL),
-    "exact-tail-p999": (LAB_TAIL, EXACT_TAIL),
-    "exact-tail-p50": (LAB_TAIL, EXACT_TAIL),
-}
-#: Catalogued mistakes that only ever show as a knock-on of another function's.
-KNOCK_ON_ONLY = {"kv-no-factor-2-in-cache": "transformer_state_gb"}
-
-
-def submission_name(source: str | tuple[str, str]) -> str:
-    if isinstance(source, str):
-        return source
-    ids = sorted(i for i, s in MUTANTS.items() if s == source)
-    return f"mutant-{ids[0]}"
-
-
-def write_mutant(folder: Path, edit: tuple[str, str]) -> Path:
-    text = (CORPUS / "correct" / "serving.py").read_text(encoding="utf-8")
-    old, new = edit
-    assert text.count(old) == 1, old
-    path = folder / "serving.py"
-    path.write_text(text.replace(old, new), encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import math
 
-from graders.grading.cases import Case
+from graders.grading.cases import RESULT_FIELDS, Case
 from graders.grading.checks import kept_case
 from graders.grading.compare import Difference
+from graders.grading.diagnosis import catalogue
 from graders.sandbox.runner import CallOutcome
 
 
@@ -51,3 +52,22 @@ def test_a_wrong_field_keeps_the_reference_values_it_is_computed_from() -> None:
     # read_ms's sources (the weight and the effective bandwidth) are not in this answer
     assert "sources" not in kept_case(case, CallOutcome("ok", {}), [
         Difference("read_ms", 1.0, 2.0, "outside tolerance")], expected)
+
+
+def test_a_wrong_field_keeps_every_field_a_catalogue_entry_for_it_names() -> None:
+    """Each entry of the grader's catalogue can be matched on a class report: a case whose
+    field the entry explains keeps the reference's values of every field its expression
+    names (p95_latency_ms under a p99 taken at q = 0.95)."""
+    for mistake in catalogue():
+        names = mistake.fields_used() - {mistake.field}
+        if not names:
+            continue
+        expected = dict.fromkeys(RESULT_FIELDS[mistake.function] or (), 1.5)
+        case = Case("any", mistake.function, (), {})
+        kept = kept_case(case, CallOutcome("ok", {}), [
+            Difference(mistake.field, 1.5, 2.5, "outside tolerance")], expected)
+        assert names <= set(kept.get("sources", {})), mistake.id
+    [p99] = [m for m in catalogue() if m.id == "p99-at-q095"]
+    assert p99.fields_used() == {"p95_latency_ms"}
+    [slo] = [m for m in catalogue() if m.id == "slo-ok-from-mean"]
+    assert slo.fields_used() == {"mean_latency_ms", "slo_ms"}

@@ -147,13 +147,20 @@ class _Page(html.parser.HTMLParser):
         super().__init__()
         self.sections: list[dict[str, str]] = []
         self.breaks: list[dict[str, str]] = []
+        self._in_breaks = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {key: value or "" for key, value in attrs}
         if tag == "section" and values.get("class") == "cluster":
             self.sections.append(values)
-        if tag == "li" and self.sections:
+        if tag == "ul":
+            self._in_breaks = values.get("class") == "breaks"
+        if tag == "li" and self._in_breaks and self.sections:
             self.breaks.append({**values, "in": self.sections[-1]["data-function"]})
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "ul":
+            self._in_breaks = False
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ MIX: dict[str, tuple[int, str, str]] = {
     "erlang_c_textbook": (2, "erlang_c", "erlang-c-textbook"),
     # its p99 follows from its mean latency (the root the catalogue names)
     "variability_linear_cv": (1, "queueing_latency", "variability-linear-cv-mean"),
-    "p99_at_q095": (1, "queueing_latency", ""),
+    "p99_at_q095": (1, "queueing_latency", "p99-at-q095"),
     "correct": (2, "", ""),
 }
 METADATA = """\

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -168,8 +169,35 @@ def test_the_class_page_shows_names_only_with_names(tmp_path: Path) -> None:
     named = build_class_page(
         with_classes(report, cluster_rows(found, 6, key=key, names=True, pages={"ann"}),
                      students), names=True)
-    assert '<a href="submissions/ann/feedback.html">ann</a>' in named
+    assert '<a href="submissions/ann/feedback.html">ann (Ann)</a>' in named
     assert '<a href="submissions/ann/feedback.html">feedback</a>' in named
+
+
+def test_with_names_the_class_page_names_every_submission_it_shows_and_its_lateness(
+        tmp_path: Path) -> None:
+    key = label_key(tmp_path)
+    due = "2024-03-01 23:59:00 -08:00"
+    times = {"ann": "2024-03-01 20:00:00 -08:00", "ben": "2024-03-03 09:00:00 -08:00"}
+    entries = [dataclasses.replace(entry, created_at=times.get(entry.id, ""),
+                                   due=due if entry.id in times else "")
+               for entry in CLASS]
+    found = cluster(entries, load_catalogue())
+    report = with_classes(class_report(entries),
+                          cluster_rows(found, 6, key=key, names=True, pages=set()),
+                          student_rows(entries, set()))
+    report["changes"] = {"compared_with": {"folder": "out", "finished_at": "then"},
+                         "settings": [], "moves": [
+        {"submission": "dan", "status_before": "graded", "status_after": "graded",
+         "score_before": 1.0, "score_after": 2.0, "change": 1.0, "tests_flipped": [],
+         "tests_points": [], "why": []}]}
+    page = build_class_page(report, names=True)
+    assert "Representative: ann (Ann)" in page  # the clusters, as grades.csv names them
+    assert "ann (Ann), ben (Ben), cat (Cat)" in page
+    assert "<td>dan (Dan)</td>" in page  # what changed, as changes.csv names them
+    late = [cell.split("<")[0] for cell in page.split('<td class="late">')[1:]]
+    assert late == [
+        "on time", "2 days late", *["\u2013"] * 5]  # ann, ben, then times unknown
+    assert "<th>late</th>" in page
 
 
 def test_submission_text_on_the_class_page_is_inert(tmp_path: Path) -> None:
@@ -234,7 +262,7 @@ def test_report_md_lists_the_clusters_largest_first() -> None:
 def test_a_grader_failure_has_no_score_on_the_class_page() -> None:
     rows = student_rows(CLASS, set())
     assert rows[-1] == {"submission": "gus", "names": "", "status": "grader_failed",
-                        "score": None}
+                        "score": None, "late": "", "days_late": ""}
     page = build_class_page(with_classes(class_report(CLASS), [], rows), names=True)
     assert "<td>gus</td><td></td><td>grader_failed</td><td>no score</td>" in page
 

@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -348,14 +349,15 @@ def test_the_progress_bar_prints_lines_with_an_eta_when_not_on_a_terminal() -> N
     stream, clock = io.StringIO(), FakeClock()
     progress = Progress(4, stream, skipped=1, clock=clock)
     clock.now = 10.0
-    progress.advance(failed=False)
+    progress.advance("graded")
     clock.now = 20.0
-    progress.advance(failed=True)
+    progress.advance("timed_out")
     progress.close()
     lines = stream.getvalue().splitlines()
-    assert lines[0] == ("[############............] 2/4, 1 up to date, 0 failed, 00:10 elapsed, "
-                        "ETA 00:20")
-    assert lines[1].startswith("[##################......] 3/4, 1 up to date, 1 failed, 00:20")
+    assert lines[0] == ("[############............] 2/4, 1 up to date, 0 not graded, "
+                        "00:10 elapsed, ETA 00:20")
+    assert lines[1].startswith("[##################......] 3/4, 1 up to date, 1 not graded, "
+                               "00:20")
     assert "\r" not in stream.getvalue()
 
 
@@ -366,11 +368,22 @@ def test_the_progress_bar_redraws_in_place_on_a_terminal() -> None:
 
     stream = Terminal()
     progress = Progress(2, stream, clock=FakeClock())
-    progress.advance(failed=False)
-    progress.advance(failed=False)
+    progress.advance("graded")
+    progress.advance("graded")
     progress.close()
     assert stream.getvalue().count("\r") == 3
-    assert stream.getvalue().endswith("2/2, 0 failed, 00:00 elapsed, ETA --:--\x1b[K\n")
+    assert stream.getvalue().endswith("2/2, 0 not graded, 00:00 elapsed, ETA --:--\x1b[K\n")
+
+
+def test_the_progress_bar_counts_in_the_summarys_words() -> None:
+    stream = io.StringIO()
+    progress = Progress(4, stream, clock=FakeClock())
+    for status in ("rejected", "grader_failed", None, "graded"):
+        progress.advance(status)
+    progress.close()
+    last = stream.getvalue().splitlines()[-1]
+    assert last.startswith("[########################] 4/4, 1 rejected, 2 not graded, ")
+    assert "failed" not in stream.getvalue()
 
 
 def test_the_grader_fingerprint_is_stable_follows_the_options_and_spares_only_batch_modules(
@@ -533,7 +546,7 @@ def test_submissions_that_cannot_be_read_are_listed_as_rejected_with_no_points(
     make_folder(tmp_path / "elsewhere")
     (klass / "linked").symlink_to(tmp_path / "elsewhere")
     (klass / "huge.py").write_bytes(b"#" * 1_000_001)
-    result = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram")
+    result = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram", "--names")
     assert result.returncode == 0, result.stderr
     assert "4 submissions: 4 processed now, 0 up to date, 4 rejected (0 points), 0 not " \
            "graded" in result.stdout
@@ -556,6 +569,27 @@ def test_submissions_that_cannot_be_read_are_listed_as_rejected_with_no_points(
                          .read_text(encoding="utf-8"))
     assert results["score"] == 0
     assert "symbolic link" in results["output"]
+
+
+def test_without_names_the_reports_name_no_submission_that_was_not_graded(
+        tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    (klass / "ada-lovelace").mkdir(parents=True)
+    (klass / "grace-hopper.ipynb").write_text("{}", encoding="utf-8")
+    result = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    labels = [row["submission"] for row in report["not_graded"]]
+    assert len(labels) == 2
+    assert all(re.fullmatch(r"anon-[0-9a-f]{6}", label) for label in labels), labels
+    assert any(f"submission folder '{label}'" in row["reason"]
+               for label, row in zip(labels, report["not_graded"], strict=True))
+    for name in ("report.json", "report.md", "class.html"):
+        text = (tmp_path / "out" / name).read_text(encoding="utf-8")
+        assert "ada-lovelace" not in text, (name, text)
+        assert "grace-hopper" not in text, (name, text)
+    assert all(label in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+               for label in labels)
 
 
 # --- a class, regraded for real ------------------------------------------------------------
@@ -906,5 +940,8 @@ def test_a_regrade_with_the_course_secret_is_single_gradings_and_a_new_secret_re
         assert documents[0]["tests"] == documents[1]["tests"]
         assert documents[0]["score"] == documents[1]["score"]
     secret.write_text("next term\n", encoding="ascii")
-    rotated = regrade(home, "--secret-file", str(secret), "--no-histogram")
+    refused = regrade(home, "--secret-file", str(secret), "--no-histogram")
+    assert refused.returncode == 2
+    assert "the course secret" in refused.stderr
+    rotated = regrade(home, "--secret-file", str(secret), "--no-histogram", "--new-settings")
     assert "2 submissions: 2 processed now, 0 up to date" in rotated.stdout

@@ -37,6 +37,11 @@ def changes(out: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def changed_tests(out: Path) -> list[dict[str, str]]:
+    with (out / "changed_tests.csv").open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
 class _Moves(html.parser.HTMLParser):
     """The rows of the "What changed" table, and where the section sits on the page."""
 
@@ -98,11 +103,14 @@ def test_a_track_default_fixed_between_two_regrades_is_previewed_then_published(
             row["score_after"], row["why"]) == (
         "variability_linear_cv", "graded", "graded", "88.17094", "91.961538", "track iphone")
     assert float(row["change"]) == pytest.approx(91.961538 - 88.17094)
-    flipped = row["tests_flipped"].split("; ")
-    assert len(flipped) == 2
-    assert all("[iphone]" in test for test in flipped)
-    assert any(test.startswith("batching_tax") and test.endswith("-> passed (2.5/2.5)")
-               for test in flipped)
+    assert row["flipped"] == "1"  # batching_tax on the iPhone; queueing_latency gains points
+    tests = changed_tests(preview)
+    assert [(test["submission"], test["track"], test["change"]) for test in tests] == [
+        ("variability_linear_cv", "iphone", "points"),
+        ("variability_linear_cv", "iphone", "flipped")]
+    assert tests[1]["test"].startswith("batching_tax")
+    assert (tests[1]["status_after"], tests[1]["score_after"], tests[1]["max_after"]) == (
+        "passed", "2.5", "2.5")
 
     page = (preview / "class.html").read_text(encoding="utf-8")
     moves = _Moves()
@@ -115,8 +123,10 @@ def test_a_track_default_fixed_between_two_regrades_is_previewed_then_published(
     assert report["changes"]["compared_with"]["folder"] == "regrade"
     assert [move["why"] for move in report["changes"]["moves"]] == [["track iphone"]]
 
-    regrade(root, published, "--tracks", str(tracks))  # publish: the class's own folder
+    # publish: the class's own folder, its grades replaced on purpose
+    regrade(root, published, "--tracks", str(tracks), "--new-settings")
     assert changes(published) == changes(preview)
+    assert changed_tests(published) == changed_tests(preview)
     assert (published / "grades.csv").read_bytes() != grades
 
 
