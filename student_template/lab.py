@@ -10,13 +10,13 @@ def _():
 
     import marimo as mo
 
-    from graders.feedback import explore
+    from graders.feedback import explore, predictions
 
     here = Path(mo.notebook_dir() or ".").resolve()
     lab = explore.open_lab(here)
     # `marimo edit lab.py -- --reveal` (or export): every plot at once, no predictions asked
     reveal = "reveal" in mo.cli_args()
-    return explore, here, lab, mo, reveal
+    return explore, here, lab, mo, predictions, reveal
 
 
 @app.cell(hide_code=True)
@@ -25,14 +25,18 @@ def _(mo):
         r"""
         # The serving lab, with your code inside
 
-        Every plot below is drawn by **your own `serving.py`**, run in this notebook's
-        Python. Save the file and the notebook runs it again. The dots are the points
+        Every plot below is drawn by **your own `serving.py`**, run as `pytest` runs it:
+        in the grader's worker, with the same 3 s deadline for each call, so a function
+        that hangs gets a note here instead of freezing the notebook. Save the file and
+        the notebook runs it again. The dots are the points
         this repository already holds: the expected values of the visible tests at each
         track's own settings, and the *real* p99 (exact or simulated) where the lab's
         formulas are an approximation. Move a knob away from the track's settings and
         your curve is drawn alone: the repository has no expected values there.
 
         Nothing here is graded. The last cell runs the same preview grading as `pytest`.
+        Each section asks you to predict before it shows your curve; to see every plot
+        at once, with no questions, open it with `marimo edit lab.py -- --reveal`.
         """
     )
     return
@@ -41,17 +45,21 @@ def _(mo):
 @app.cell(hide_code=True)
 def _(explore, here, mo):
     source = mo.watch.file(here / "serving.py")
-    student = explore.load_student(source.read_bytes().decode("utf-8", errors="replace"),
-                                   here / "serving.py")
+    student = explore.load_student(source.read_bytes())
     return (student,)
 
 
 @app.cell(hide_code=True)
 def _(explore, lab, mo, student):
-    todo = explore.unwritten(student, lab.probes)
-    if student.error:
-        status = mo.callout(mo.md(f"**{student.error}**. Fix it and save: the notebook "
+    probed = explore.probe(student, lab.probes)
+    todo = probed.unwritten
+    if probed.error:
+        status = mo.callout(mo.md(f"**{probed.error}**. Fix it and save: the notebook "
                                   "reloads it."), kind="danger")
+    elif probed.failed:
+        status = mo.callout(mo.md("\n\n".join(f"**`{name}`**: {why.rstrip('.')}."
+                                               for name, why in probed.failed)),
+                            kind="danger")
     elif todo:
         first = todo[0]
         done = [case.function for case in lab.probes if case.function not in todo]
@@ -65,7 +73,7 @@ def _(explore, lab, mo, student):
         status = mo.callout(mo.md("Every function of `serving.py` is written. Compare your "
                                   "curves with the dots below."), kind="success")
     status
-    return
+    return (probed,)
 
 
 @app.cell(hide_code=True)
@@ -102,7 +110,7 @@ def _(explore, lab, mo, track_choice):
 
 
 @app.cell(hide_code=True)
-def _(controls, explore, lab, student, track):
+def _(controls, explore, lab, probed, student, track):
     knobs = explore.Knobs(
         arrival_qps=float(controls.value["arrival_qps"]),
         replicas=int(controls.value["replicas"]),
@@ -113,7 +121,8 @@ def _(controls, explore, lab, student, track):
         warm_pool_replicas=int(controls.value["warm_pool_replicas"]),
     )
     chosen = explore.sweeps(track, knobs)
-    measured = {m.sweep.name: m for m in explore.measured(student, chosen, lab.expected)}
+    measured = {m.sweep.name: m for m in explore.measured(student, chosen, lab.expected,
+                                                          probed)}
 
     def shown(name: str):
         sweep = measured[name]
@@ -131,9 +140,9 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(mo, predictions):
     tail_guess = mo.ui.radio(
-        options=["less than doubles", "grows 2 to 5 times", "grows more than 5 times"],
+        options=list(predictions.TAIL_CHOICES),
         label="**Predict first.** The load goes from 50 % to 90 % of the fleet's capacity. "
               "What does p99 do?")
     tail_guess
@@ -141,24 +150,13 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(explore, measured, mo, reveal, shown, tail_guess):
+def _(measured, mo, predictions, reveal, shown, tail_guess):
     mo.stop(tail_guess.value is None and not reveal,
             mo.md("*Make your prediction to see your curve.*"))
-
-    def _ratio_text(low, high, whose):
-        if low is None or high is None:
-            return f"{whose}: no p99 to compare yet."
-        return (f"{whose}: p99 {low:.4g} ms at 50 % load, {high:.4g} ms at 90 %: "
-                f"**{high / low:.3g}x**.")
-
-    at_half = explore.field_at(measured["load"], "p99_latency_ms", 0.5)
-    at_ninety = explore.field_at(measured["load"], "p99_latency_ms", 0.9)
     tail_view = shown("load")
     mo.vstack([
-        mo.md((f"You predicted that p99 {tail_guess.value}. " if tail_guess.value else "")
-              + _ratio_text(at_half[0], at_ninety[0], "Your queueing_latency") + " "
-              + (_ratio_text(at_half[1], at_ninety[1], "The expected values")
-                 if at_half[1] is not None else "")),
+        mo.md(predictions.verdict(tail_guess.value, measured["load"], predictions.tail,
+                                  "p99 {}", "Your queueing_latency")),
         mo.Html(tail_view.img("p99 and p999 against the arrival rate")),
         mo.md(tail_view.text),
     ])
@@ -172,9 +170,9 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(mo, predictions):
     batch_guess = mo.ui.radio(
-        options=["lower", "about the same", "higher"],
+        options=list(predictions.BATCH_CHOICES),
         label="**Predict first.** At the track's arrival rate, is the total p99 of a "
               "request with batches of 32 lower or higher than without batching?")
     batch_guess
@@ -182,17 +180,20 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(batch_guess, mo, reveal, shown):
+def _(batch_guess, explore, knobs, measured, mo, predictions, reveal, shown, track):
     mo.stop(batch_guess.value is None and not reveal,
             mo.md("*Make your prediction to see your curve.*"))
     batch_view = shown("batch")
     mo.vstack([
-        mo.md((f"You predicted **{batch_guess.value}**. " if batch_guess.value else "")
-              + "Read the left panel at batch sizes 1 and 32: formation delay grows with "
+        mo.md(predictions.verdict(batch_guess.value, measured["batch"], predictions.batching,
+                                  "with batches of 32 the total p99 is {}",
+                                  "Your batching_tax")
+              + " Read the left panel at batch sizes 1 and 32: formation delay grows with "
               "the batch, while a stable queue's tail shrinks as batches serve more "
               "requests per pass."),
         mo.Html(batch_view.img("total p99 and throughput gain against the batch size")),
         mo.md(batch_view.text),
+        mo.md(explore.batch_of_one_note(track, knobs)),
     ])
     return
 
@@ -204,9 +205,9 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(mo, predictions):
     memory_guess = mo.ui.radio(
-        options=["halves", "falls by less than half", "does not change"],
+        options=list(predictions.MEMORY_CHOICES),
         label="**Predict first.** When the context length doubles, the number of "
               "concurrent requests that fit...")
     memory_guess
@@ -214,13 +215,17 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(memory_guess, mo, reveal, shown):
+def _(knobs, measured, memory_guess, mo, predictions, reveal, shown):
     mo.stop(memory_guess.value is None and not reveal,
             mo.md("*Make your prediction to see your curve.*"))
     memory_view = shown("context")
     mo.vstack([
-        mo.md((f"You predicted that it **{memory_guess.value}**. " if memory_guess.value
-               else "") + "A transformer's KV cache grows with every token; a model "
+        mo.md(predictions.verdict(
+            memory_guess.value, measured["context"],
+            lambda sweep, reference: predictions.memory(sweep, reference,
+                                                        knobs.context_tokens),
+            "the number of concurrent requests that fit {}", "Your cache_capacity")
+              + " A transformer's KV cache grows with every token; a model "
               "without one keeps a fixed state per request."),
         mo.Html(memory_view.img("max concurrent requests against the context length")),
         mo.md(memory_view.text),
@@ -234,10 +239,12 @@ def _(mo, shown):
     pool_view = shown("warm-pool")
     mo.vstack([
         mo.md("## 4. Cold starts: bandwidth and the warm pool"),
-        mo.Html(bandwidth_view.img("cold start against the storage bandwidth")),
-        mo.md(bandwidth_view.text),
-        mo.Html(pool_view.img("exposed latency against the warm pool")),
-        mo.md(pool_view.text),
+        mo.hstack([
+            mo.vstack([mo.Html(bandwidth_view.img("cold start against the storage bandwidth")),
+                       mo.md(bandwidth_view.text)]),
+            mo.vstack([mo.Html(pool_view.img("exposed latency against the warm pool")),
+                       mo.md(pool_view.text)]),
+        ], widths="equal", wrap=True, align="start"),
     ])
     return
 
@@ -262,7 +269,7 @@ def _(explore, here, mo, run_preview):
     hints = "\n".join(f"- {hint}" for hint in preview.hints) or "- none: every visible test passes"
     mo.vstack([
         mo.md("**Preview** of the visible tests (not your grade):"),
-        mo.plain_text(preview.table or preview.output[-3000:]),
+        mo.Html(explore.wrapped(preview.table or preview.output[-3000:])),
         mo.md(f"**First hints**, as `pytest` gives them:\n\n{hints}"),
     ])
     return

@@ -39,7 +39,12 @@ from graders.errors import (
 from graders.escaping import escape_controls
 from graders.plugin.settings import OPTIONS, flag_value, grade_flag, non_negative_float
 from graders.plugin.submission import locate_submission, read_submission
-from graders.results.classroom import classroom_results, github_output_line, preview_notice
+from graders.results.classroom import (
+    classroom_results,
+    github_output_line,
+    preview_notice,
+    preview_summary,
+)
 from graders.results.files import (
     OutputPathError,
     check_output_file,
@@ -204,7 +209,8 @@ def collect_no_garbage() -> None:
 
 def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
     """Grade ``args.submission``; see :data:`EXIT_CODES` for what the result means;
-    ``one_shot``: the process ends after this grading (see :func:`collect_no_garbage`).
+    ``one_shot``: the process ends after this grading (see :func:`collect_no_garbage`),
+    the ``graders grade`` command, which also says a version drift (:func:`_say_drift`).
 
     Every usage error is found before grading starts, and leaves the same thing behind
     (never an earlier run's outputs): a 0-point results file with the reason for a
@@ -221,6 +227,8 @@ def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
                 and os.path.lexists(args.submission):
             write_results(removable["--results"], unusable_submission_results(str(error)))
         raise
+    if one_shot:  # the command; a regrade says it once for the class, not per grading
+        _say_drift()
     results = Path(args.results) if args.results else None
     targets = {name: getattr(args, name) for name in INSTALLED}
     interruption = Interruption()
@@ -239,6 +247,16 @@ def run_grade(args: argparse.Namespace, *, one_shot: bool = False) -> int:
         _report_grader_failure(recorded or disk_full(error) or f"{type(error).__name__}: {error}",
                                args, targets)
         return GRADER_FAILED
+
+
+def _say_drift() -> None:
+    """One line on stderr when a grading dependency differs from its pin (the plugin's
+    header, which says it under plain pytest, is not shown here)."""
+    from graders.versions import drift_warning
+
+    warning = drift_warning()
+    if warning is not None:
+        sys.stderr.write(f"graders: {warning}\n")
 
 
 def _interrupted(interruption: Interruption, error: BaseException, args: argparse.Namespace,
@@ -286,6 +304,10 @@ def _grade(args: argparse.Namespace, submission: Path, fail_under: float | None,
             with github_output.open("a", encoding="utf-8") as stream:
                 stream.write(github_output_line(classroom))
             sys.stdout.write(preview_notice(classroom))  # beside the reporter's points
+            step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+            if step_summary:  # the job's summary, on the run's page too
+                with open(step_summary, "a", encoding="utf-8") as stream:
+                    stream.write(preview_summary(classroom))
         if fail_under is not None and document is not None:
             score = document["score"]
             if score < fail_under:

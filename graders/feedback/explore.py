@@ -2,40 +2,43 @@
 points the student repository holds (the golden file's visible curve cases and the tracks'
 reality curves). Pure Python: ``lab.py`` (a marimo notebook) only lays it out.
 
-The notebook runs ``serving.py`` in the student's own interpreter (it is their machine);
-nothing here reads the reference implementation, a hidden case or a secret. A sweep at the
+The notebook runs ``serving.py`` as ``pytest`` does: in the grader's worker, with its
+per-call deadline and time budget (:mod:`graders.feedback.lab_worker`), so that a call that
+hangs becomes a note and never a frozen cell. Nothing here reads the reference
+implementation, a hidden case or a secret. A sweep at the
 track's own settings is the feedback page's sweep, case for case, so the golden file has its
 reference points; a sweep at other settings shows the student's curve alone, and says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import html
 import math
 import subprocess
 import sys
-import traceback
-import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graders.errors import GraderError
 from graders.feedback import curves
 from graders.feedback.curves import Guide, Sweep
+from graders.feedback.lab_worker import grading_worker
 from graders.feedback.measure import MeasuredSweep, measure
 from graders.grading.cases import Case
+from graders.grading.checks import failed_call_message
 from graders.grading.contract import CONTRACT_FUNCTIONS
 from graders.reality.curves import BATCHES, RealityCurve
+from graders.sandbox.limits import MAX_SUBMISSION_BYTES, Limits
 from graders.sandbox.runner import CallOutcome
 from graders.trackfiles.tracks import Track
 
 #: Relative gap beyond which a student's point departs from the reference (the grader's
 #: own tolerance is far tighter; this is what a reader can see on a plot).
 VISIBLE_GAP = 1e-3
-#: The name the student's module is loaded under (each load replaces the last).
-STUDENT_MODULE = "serving_lab_notebook_student"
 #: Lines of a preview grading's feedback shown as its first hints.
 MAX_HINTS = 3
 
@@ -77,75 +80,93 @@ def open_lab(repository: Path, golden: Path | None = None) -> Lab:
 
 @dataclass(frozen=True)
 class StudentCode:
-    """The student's ``serving.py`` as loaded now: its module, or why it did not load."""
+    """The student's ``serving.py`` as saved now (its bytes), run in the grader's worker
+    under ``limits`` (the grader's own by default)."""
 
-    module: types.ModuleType | None
-    error: str = ""
-
-
-def load_student(source: str, path: Path) -> StudentCode:
-    """``source`` (the text of ``path``) run as a fresh module, never cached: an edit to
-    the file is seen at the next load. An error while loading is kept, not raised."""
-    module = types.ModuleType(STUDENT_MODULE)
-    module.__file__ = str(path)
-    sys.modules[STUDENT_MODULE] = module  # dataclasses look their module up while defined
-    try:
-        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 (their code, their machine)
-    except BaseException as error:  # noqa: BLE001 (SystemExit included: the notebook goes on)
-        del sys.modules[STUDENT_MODULE]
-        line = traceback.format_exception_only(type(error), error)[-1].strip()
-        return StudentCode(None, f"serving.py does not load: {line}")
-    return StudentCode(module)
+    source: bytes
+    limits: Limits = Limits()
 
 
-def plain_result(value: Any, fields: Sequence[str] | None) -> Any:
-    """A result as the grader reads it: fields by name (attribute or key, or position in
-    a tuple of exactly that many), numbers as numbers."""
-    if fields is None:
-        return _number(value)
-    if isinstance(value, dict):
-        return {name: _number(value.get(name)) for name in fields}
-    if isinstance(value, tuple | list) and not hasattr(value, "_fields") \
-            and len(value) == len(fields):
-        return dict(zip(fields, map(_number, value), strict=True))
-    return {name: _number(getattr(value, name, None)) for name in fields}
+def load_student(source: bytes, limits: Limits | None = None) -> StudentCode:
+    """``source``, the bytes of ``serving.py`` read at each save (an edit is seen at the
+    next load). Nothing runs here: each cell's calls run it in a fresh worker."""
+    return StudentCode(source, limits or Limits())
 
 
-def _number(value: Any) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    try:
-        return float(value) if not isinstance(value, int) else value
-    except (TypeError, ValueError):
-        return None
+#: How a call that timed out reads in the notebook.
+HANG_NOTE = ("no answer within the grader's {deadline:g} s deadline for one call: it hangs "
+             "(or is far too slow) here, and pytest and the course's grader stop it there "
+             "too. Fix it and save serving.py: the notebook runs it again.")
+
+
+def _noted(outcome: CallOutcome, limits: Limits) -> CallOutcome:
+    """``outcome`` with a timeout said in the notebook's words."""
+    if outcome.status != "timeout":
+        return outcome
+    return dataclasses.replace(outcome, message=HANG_NOTE.format(deadline=limits.call_timeout_s))
+
+
+@contextlib.contextmanager
+def calling(student: StudentCode) -> Iterator[Callable[[Case], CallOutcome]]:
+    """A function that runs one case in the grader's worker (an exception, a timeout or a
+    crash is an outcome, as in the grader), for the block's calls. A worker that cannot
+    start makes every call an outcome that says why."""
+    if len(student.source) > MAX_SUBMISSION_BYTES:
+        why = (f"serving.py is {len(student.source)} bytes; the grader takes at most "
+               f"{MAX_SUBMISSION_BYTES}")
+    else:
+        with contextlib.ExitStack() as stack:
+            try:
+                runner = stack.enter_context(grading_worker(student.source, student.limits))
+            except (GraderError, OSError) as error:
+                why = f"the grader's worker could not start: {error}"
+            else:
+                yield lambda case: _noted(runner.call(case.function, case.args, case.kwargs,
+                                                      case.fields), student.limits)
+                return
+    failed = CallOutcome("unimportable", message=why)
+    yield lambda case: failed
 
 
 def call(student: StudentCode, case: Case) -> CallOutcome:
-    """Run one case in this process; an exception is an outcome, as in the grader."""
-    if student.module is None:
-        return CallOutcome("unimportable", message=student.error)
-    function = getattr(student.module, case.function, None)
-    if function is None:
-        return CallOutcome("unimportable",
-                           message=f"serving.py has no function {case.function}")
-    try:
-        value = function(*case.args, **dict(case.kwargs))
-    except Exception as error:  # noqa: BLE001 (the student's code: any exception is feedback)
-        return CallOutcome("raised", message=f"{type(error).__name__}: {error}")
-    return CallOutcome("ok", plain_result(value, case.fields))
+    """Run one case in a worker of its own (see :func:`calling`)."""
+    with calling(student) as run:
+        return run(case)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one visible case per function says of the student's code as saved now."""
+
+    #: The functions, in the lab's order, that still raise NotImplementedError.
+    unwritten: tuple[str, ...]
+    #: (function, why) of those whose call hung, crashed or failed otherwise.
+    failed: tuple[tuple[str, str], ...] = ()
+    #: Why no function could be called (serving.py does not import, or the worker failed).
+    error: str = ""
+
+
+def probe(student: StudentCode, probes: Sequence[Case]) -> Probe:
+    """Call each function once on its probe case (``probes``: one visible case per
+    function), in one worker."""
+    missing: list[str] = []
+    failed: list[tuple[str, str]] = []
+    with calling(student) as run:
+        for case in probes:
+            outcome = run(case)
+            if outcome.status == "unimportable":
+                return Probe(tuple(CONTRACT_FUNCTIONS), (), failed_call_message(outcome))
+            if outcome.status == "raised" and outcome.message.startswith("NotImplementedError"):
+                missing.append(case.function)
+            elif outcome.status not in ("ok", "raised"):
+                failed.append((case.function, failed_call_message(outcome)))
+    return Probe(tuple(name for name in CONTRACT_FUNCTIONS if name in missing), tuple(failed))
 
 
 def unwritten(student: StudentCode, probes: Sequence[Case]) -> list[str]:
     """The functions, in the lab's order, that still raise NotImplementedError on their
-    first probe case (``probes``: one visible case per function)."""
-    if student.module is None:
-        return list(CONTRACT_FUNCTIONS)
-    missing = []
-    for case in probes:
-        outcome = call(student, case)
-        if outcome.status == "raised" and outcome.message.startswith("NotImplementedError"):
-            missing.append(case.function)
-    return [name for name in CONTRACT_FUNCTIONS if name in missing]
+    first probe case (all of them when ``serving.py`` does not import)."""
+    return list(probe(student, probes).unwritten)
 
 
 @dataclass(frozen=True)
@@ -218,10 +239,16 @@ def sweeps(track: Track, knobs: Knobs) -> list[Sweep]:
     ]
 
 
-def measured(student: StudentCode, chosen: Sequence[Sweep],
-             expected: Callable[[Case], Any]) -> list[MeasuredSweep]:
-    """The student's rows and the reference's (None where the repository has none)."""
-    return measure(chosen, lambda case: call(student, case), expected)
+def measured(student: StudentCode, chosen: Sequence[Sweep], expected: Callable[[Case], Any],
+             probed: Probe | None = None) -> list[MeasuredSweep]:
+    """The student's rows, measured in one worker, and the reference's (None where the
+    repository has none). A function that hangs is called no more in this measurement;
+    where ``probed`` found that no function can be called, none is."""
+    if probed is not None and probed.error:
+        failed = CallOutcome("unimportable", message=probed.error)
+        return measure(chosen, lambda case: failed, expected)
+    with calling(student) as run:
+        return measure(chosen, run, expected)
 
 
 @dataclass(frozen=True)
@@ -327,6 +354,12 @@ def parse_preview(output: str, exit_code: int) -> Preview:
     return Preview("\n".join(table).strip("\n"), hints[:MAX_HINTS], exit_code, output)
 
 
+def wrapped(text: str) -> str:
+    """``text`` as preformatted HTML whose long lines wrap (no sideways scrolling)."""
+    return (f'<pre style="white-space: pre-wrap; overflow-wrap: anywhere; '
+            f'font-size: 0.85em">{html.escape(text)}</pre>')
+
+
 @dataclass(frozen=True)
 class Shown:
     """One sweep as the notebook shows it: a figure (None when the student has no curve
@@ -358,19 +391,6 @@ def show(sweep: MeasuredSweep, reality: RealityCurve | None) -> Shown:
     return Shown(figure(sweep, reality), text, round(PANEL_WIDTH * len(sweep.sweep.panels)))
 
 
-def field_at(sweep: MeasuredSweep, field: str, load: float) -> tuple[float | None, float | None]:
-    """(student's, reference's) ``field`` at ``load`` (a fraction of capacity) on a load
-    sweep; None where there is no number."""
-    index = curves.LOADS.index(load)
-
-    def value(row: Any) -> float | None:
-        got = row.get(field) if isinstance(row, dict) else None
-        return float(got) if isinstance(got, int | float) and not isinstance(got, bool) \
-            else None
-
-    return value(sweep.student[index]), value(sweep.reference[index])
-
-
 def slider_steps(track: Track) -> dict[str, list[float]]:
     """The values each knob's slider offers: the page's sweep points and the track's own
     value (so that the track's settings, with their reference points, can be chosen)."""
@@ -390,3 +410,33 @@ def slider_steps(track: Track) -> dict[str, list[float]]:
         "storage_bandwidth_gbs": steps(curves.BANDWIDTHS, own.storage_bandwidth_gbs),
         "warm_pool_replicas": steps(range(scale_out + 2), own.warm_pool_replicas),
     }
+
+
+def batch_of_one_note(track: Track, knobs: Knobs) -> str:
+    """Markdown: why ``batching_tax`` at B = 1 is not section 1's queue on ``track`` at
+    ``knobs``: it divides the service time by the track's efficiency gain at every batch
+    size, B = 1 included (lab spec, batching_tax)."""
+    profile = track.reference_profile()
+    gain = max(1.0, float(profile.batch_efficiency_gain))
+    service = float(profile.service_ms)
+    plain = knobs.replicas * 1000.0 / service
+
+    def load(capacity: float) -> str:
+        share = knobs.arrival_qps / capacity
+        return (f"{share:.0%} of that" if share < 1 else
+                f"{share:.0%} of that: past saturation, so that queue is unstable")
+
+    if gain == 1.0:
+        return (f"**B = 1 here is section 1's queue.** On {track.label} the efficiency gain "
+                "is 1, so `batching_tax` at B = 1 serves each request in the track's "
+                f"service time ({service:g} ms), as `queueing_latency` does.")
+    batched = service / gain
+    return (f"**Why B = 1 here differs from section 1.** `batching_tax` divides the service "
+            f"time by the track's efficiency gain g = {gain:g} at every batch size, B = 1 "
+            "included: batched_service_ms = service_ms · (1 + 0.08·log₂B) / g. At B = 1 a "
+            f"request takes {service:g} / {gain:g} = {batched:.3g} ms, so {knobs.replicas} "
+            f"replicas serve up to {knobs.replicas * 1000.0 / batched:,.0f} req/s, and "
+            f"{knobs.arrival_qps:g} req/s is {load(knobs.replicas * 1000.0 / batched)}. "
+            f"Section 1's queue serves each request in the full {service:g} ms: "
+            f"{knobs.replicas} replicas serve up to {plain:,.0f} req/s, and "
+            f"{knobs.arrival_qps:g} req/s is {load(plain)}.")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graders.feedback.audience import Audience
 from graders.feedback.curves import track_sweeps
 from graders.feedback.measure import MeasuredSweep, measure
 from graders.feedback.render import PlotView, build_page
@@ -76,9 +77,10 @@ class FeedbackReport:
                                    for m in plotted for v in m.violations)))
         return views
 
-    def page(self, document: Mapping[str, Any]) -> str:
-        """The page; if the plots fail, the page without them and the reason; if the page
-        itself fails, a page with the score and the reason. Never raises."""
+    def page(self, document: Mapping[str, Any], audience: Audience = "student") -> str:
+        """The page for ``audience``; if the plots fail, the page without them and the
+        reason; if the page itself fails, a page with the score and the reason. Never
+        raises."""
         try:
             views = self.views()
             error = self.error
@@ -88,17 +90,26 @@ class FeedbackReport:
         notes = () if error is None else (error,)
         try:
             return build_page(document, views, reality=self.reality,
-                              reality_missing=self.reality_missing, notes=notes)
+                              reality_missing=self.reality_missing, notes=notes,
+                              audience=audience)
         except Exception as failure:  # e.g. a malformed document: say so, keep the score
             reason = f"the page could not be built: {type(failure).__name__}: {failure}"
             score = document.get("score", 0.0)
+            tests = document.get("tests")
+            counts_hidden = not isinstance(tests, list) or any(
+                not isinstance(t, Mapping) or t.get("visibility", "visible") != "visible"
+                for t in tests)
+            if audience == "student" and counts_hidden:  # no total that implies them
+                return build_page({"grader_failed": True, "tests": []}, [],
+                                  notes=(*notes, reason))
             return build_page({"score": score if isinstance(score, int | float) else 0.0,
-                               "tests": []}, [], notes=(*notes, reason))
+                               "tests": []}, [], notes=(*notes, reason), audience=audience)
 
-    def write(self, path: Path, document: Mapping[str, Any]) -> None:
-        """Write the page to ``path`` atomically; a character UTF-8 cannot encode is
-        written as its escape, so encoding never fails."""
-        write_text_atomically(path, self.page(document))
+    def write(self, path: Path, document: Mapping[str, Any],
+              audience: Audience = "student") -> None:
+        """Write the page for ``audience`` to ``path`` atomically; a character UTF-8
+        cannot encode is written as its escape, so encoding never fails."""
+        write_text_atomically(path, self.page(document, audience))
 
 
 def _figure(plotted: list[MeasuredSweep], reality: RealityCurve | None) -> str:

@@ -4,7 +4,14 @@ The page is self-contained: styles inline, images as ``data:`` URIs, no script, 
 Content-Security-Policy that forbids every network request. Every text is escaped once
 (:func:`graders.escaping.for_html`), here and nowhere before.
 Scores come from the Gradescope results document, so the page and ``results.json``
-agree; a test that is not visible shows its name and that it is hidden, nothing more.
+agree. The page has an audience (:data:`AUDIENCES`). The student's page, the default,
+is made before the hidden tests are released: a test that is not visible shows its name
+and that it is hidden, nothing more, and no score, total or sentence counts its points
+or says how it went (only how many points the hidden tests are worth). The staff page
+shows every test, hidden ones included, and says on top that it is for staff.
+A function's row has the same maximum and test count in every output (the terminal's
+table, grades.csv, both pages); the student's page splits it into the visible tests'
+score and maximum and the points of its hidden tests.
 The page builds its summary from that data: how the run went (the document's ``output``
 when it is text; Gradescope's ``html`` essentials are never shown, the page says it all
 itself) and what to fix first (the first failed visible test and its first failed case).
@@ -18,7 +25,9 @@ from fractions import Fraction
 from typing import Any
 
 from graders.escaping import for_html
+from graders.feedback.audience import AUDIENCES, Audience
 from graders.feedback.budget import MAX_FIRST_CASE_BYTES, feedback_budget, fitted
+from graders.feedback.curves import PASS_MARK_TEXT
 from graders.reality.curves import RealityCurve
 from graders.reality.store import MISSING_TEXT
 from graders.reality.table import error_text, flip_text, input_text, milliseconds, real_text
@@ -46,6 +55,8 @@ li.test { margin: 0.3rem 0; padding: 0.3rem 0.6rem; border-left: 4px solid #bbb;
 li.passed { border-color: #2ca02c; } li.failed { border-color: #d62728; }
 li.hidden { border-color: #999; color: #555; }
 .status { font-weight: 600; margin-right: 0.5rem; }
+.staff { background: #fff4e5; border-left: 4px solid #d9731a; padding: 0.3rem 1rem; }
+.hidden-note { color: #555; }
 pre { background: #f6f6f8; padding: 0.6rem; overflow-x: auto; font-size: 12.5px;
       white-space: pre-wrap; }
 .plots { display: flex; flex-wrap: wrap; gap: 0 2rem; align-items: flex-start; }
@@ -80,7 +91,9 @@ REALITY_TEXT = (
     "they differ as intervals: each change lies between the two inputs named.</p></div>")
 REALITY_MISSING = '<p class="reality-missing" data-reason="{reason}">The real p99 of this ' \
     "track is not shown: {text}.</p>"
-HIDDEN_ROW = "(hidden tests)"
+#: The staff page's banner.
+STAFF_TEXT = ("Staff page: it shows the hidden tests' results, which students do not see "
+              "before they are released. Do not hand it back; hand back the student's page.")
 HIDDEN_TEXT = {
     "hidden": "hidden: its details are not shown",
     "after_due_date": "hidden until after the due date",
@@ -130,8 +143,9 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
                title: str = "Serving lab feedback",
                reality: Mapping[str, Sequence[RealityCurve]] | None = None,
                reality_missing: Mapping[str, str] | None = None,
-               notes: Sequence[str] = ()) -> str:
-    """The whole page for one grading run; ``reality``: each track's exact or simulated
+               notes: Sequence[str] = (), audience: Audience = "student") -> str:
+    """The whole page for one grading run, for ``audience`` (see the module's docstring);
+    ``reality``: each track's exact or simulated
     tails, drawn in the figures and tabled under them (never graded); ``reality_missing``:
     why a track has none (a key of :data:`graders.reality.store.MISSING_TEXT`, "not
     built" when not given); ``notes``: what went wrong with the page itself (shown as
@@ -142,12 +156,20 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
     with it: ``import_error``, why serving.py did not import (then the first thing to
     fix), and ``printed``, what the code printed (its first line says how much), shown
     in a section of its own."""
+    if audience not in AUDIENCES:
+        raise ValueError(f"a page's audience is one of {', '.join(AUDIENCES)}, "
+                         f"not {audience!r}")
     tests = [t for t in document.get("tests", []) if isinstance(t, Mapping)]
     failed = document.get("grader_failed") is True  # a grader failure shows no score
     score = float(document.get("score", 0.0))
     extra = document.get("extra_data", {})
     maximum = float(extra.get("max_score", sum(float(t.get("max_score", 0)) for t in tests))
                     if isinstance(extra, Mapping) else 0.0)
+    withheld = [t for t in tests if not _visible(t)] if audience == "student" else []
+    if withheld:  # the visible tests' points alone: no total that implies the hidden ones
+        score = sum(float(t.get("score", 0)) for t in tests if _visible(t))
+        maximum -= sum(float(t.get("max_score", 0)) for t in withheld)
+        score, maximum = float(number(score)), float(number(maximum))
     headline = "grader failed" if failed else " / ".join(shown_pair(score, maximum))
     printed = str(document.get("printed") or "")
     parts = [
@@ -158,21 +180,26 @@ def build_page(document: Mapping[str, Any], plots: Sequence[PlotView], *,
         f"<title>{esc(title)}: {esc(headline)}</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<header><h1>{esc(title)}</h1>",
-        '<p class="score" id="grader-failed">The grader failed: no score was given.</p>'
+        f'<p class="staff" id="staff-page">{esc(STAFF_TEXT)}</p>' if audience == "staff"
+        else "",
+        '<p class="score" id="grader-failed" role="status">The grader failed: no score was '
+        'given.</p>'
         if failed else
         f'<p class="score">Score <span id="score" data-score="{esc(number(score))}">'
         f'{esc(shown_pair(score, maximum)[0])}</span> / <span id="max-score">'
         f'{esc(shown_pair(score, maximum)[1])}</span></p>',
+        "" if failed else _withheld_note(withheld),
         _summary(document, notes),
         "" if failed else _next_step(tests, score, maximum,
-                                     str(document.get("import_error") or "")),
+                                     str(document.get("import_error") or ""),
+                                     withheld=bool(withheld)),
         '<nav><a href="#scores">scores</a> &middot; <a href="#curves">curves</a> &middot; '
         '<a href="#feedback">feedback</a>'
         + (' &middot; <a href="#printed">what your code printed</a>' if printed else "")
         + "</nav></header>",
-        _score_tables(tests),
+        _score_tables(tests, withheld=bool(withheld)),
         _curves(plots, reality or {}, reality_missing or {}),
-        _feedback(tests),
+        _feedback(tests, staff=audience == "staff"),
         _printed(printed),
         _versions(extra),
         "</body></html>",
@@ -199,12 +226,13 @@ def _outcome(test: Mapping[str, Any]) -> str:
 
 
 def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float,
-               import_error: str = "") -> str:
+               import_error: str = "", *, withheld: bool = False) -> str:
     """What to do next: make serving.py import; else the first failed visible test, its
     first failed case (with its hint, if any), and where the rest is; or that every
-    (visible) test passes."""
+    (visible) test passes. ``withheld``: the hidden tests' results are left out, so
+    nothing is said of them."""
     if import_error:
-        return ('<section id="next" class="next"><h2>What to fix first</h2>'
+        return ('<section id="next" class="next" role="status"><h2>What to fix first</h2>'
                 "<p>serving.py does not import, so every test fails:</p>"
                 f'<pre class="first-case">{esc(import_error)}</pre>'
                 "<p>Fix it, then run <code>pytest</code> again.</p></section>")
@@ -214,10 +242,13 @@ def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float,
     first = next(((n, t) for n, t in visible if _outcome(t) not in ("passed", "not run")),
                  None)
     if first is None:
-        if score >= maximum:
+        if score >= maximum and not withheld:
             text = "Every test passes: there is nothing left to fix."
         elif any(_outcome(t) == "not run" for _, t in visible):
             text = "Every visible test that ran passes."
+        elif withheld:
+            text = ("Every visible test passes. The hidden tests' results are not shown "
+                    "before they are released.")
         else:
             hidden = [t for t in tests if not _visible(t)]
             earned = sum(float(t.get("score", 0)) for t in hidden)
@@ -225,7 +256,8 @@ def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float,
             points = shown_pair(earned, most)
             text = (f"Every visible test passes. The hidden tests earn {points[0]} of "
                     f"{points[1]} points; their cases are not shown.")
-        return f'<section id="next" class="next done"><p>{esc(text)}</p></section>'
+        return (f'<section id="next" class="next done" role="status"><p>{esc(text)}</p>'
+                "</section>")
     number, test = first
     function = _tags(test)[0]
     output = str(test.get("output", "")).strip()
@@ -233,7 +265,7 @@ def _next_step(tests: Sequence[Mapping[str, Any]], score: float, maximum: float,
             "</pre>") if output else ""
     lead = ("Its first failed case:" if output else
             f"Its test &ldquo;{esc(test.get('name', ''))}&rdquo; failed.")
-    return (f'<section id="next" class="next"><h2>What to fix first</h2>'
+    return (f'<section id="next" class="next" role="status"><h2>What to fix first</h2>'
             f"<p>Start with <strong>{esc(function)}</strong>, the first function with a "
             f"failed test. {lead}</p>{case}"
             "<p>Fix it, then run <code>pytest</code> again. "
@@ -268,73 +300,109 @@ def _tags(test: Mapping[str, Any]) -> tuple[str, str]:
     return (function if test.get("tags") else "other"), track
 
 
-def _score_tables(tests: Sequence[Mapping[str, Any]]) -> str:
-    """Points by function and by track; tests that are not visible are summed in one row
-    of their own, so that no single hidden test's score can be worked out."""
+def _score_tables(tests: Sequence[Mapping[str, Any]], *, withheld: bool = False) -> str:
+    """Points by function and by track, as the terminal's table sums them (every test of
+    a function, hidden ones included). ``withheld``: the hidden tests' results are left
+    out; each function's row then gives its visible tests' points, and a last column the
+    points of its hidden tests out of the function's whole share (the terminal's max)."""
     parts = ['<section id="scores"><h2>Score by function and track</h2>']
+    if withheld:
+        parts.append('<p class="hidden-note">Scores count the visible tests only. The last '
+                     "column gives the points of each function's hidden tests, whose "
+                     "results are not shown before they are released.</p>")
     for key, heading in ((0, "function"), (1, "track")):
         rows: dict[str, list[float]] = {}
-        for test in sorted(tests, key=lambda t: t.get("visibility", "visible") != "visible"):
+        for test in tests:
             name = _tags(test)[key]
-            if name and test.get("visibility", "visible") != "visible":
-                name = HIDDEN_ROW
-            if name:
-                row = rows.setdefault(name, [0.0, 0.0, 0])
-                row[0] += float(test.get("score", 0))
-                row[1] += float(test.get("max_score", 0))
-                row[2] += 1
+            if not name or (withheld and key == 1 and not _visible(test)):
+                continue
+            row = rows.setdefault(name, [0.0, 0.0, 0, 0.0])
+            if withheld and not _visible(test):
+                row[3] += float(test.get("max_score", 0))
+                continue
+            row[0] += float(test.get("score", 0))
+            row[1] += float(test.get("max_score", 0))
+            row[2] += 1
         if not rows:
             continue
         title = TRACK_TABLE_TITLE if heading == "track" else heading
+        split = withheld and heading == "function"
         parts.append(f'<table class="by-{heading}"><thead><tr><th>{title}</th><th>score</th>'
-                     "<th>max</th><th>tests</th></tr></thead><tbody>")
-        for name, (earned, maximum, count) in rows.items():
+                     "<th>max</th><th>tests</th>"
+                     + ("<th>in hidden tests</th>" if split else "") + "</tr></thead><tbody>")
+        for name, (earned, maximum, count, hidden) in rows.items():
             cells = shown_pair(earned, maximum)
+            whole = shown_pair(maximum + hidden, maximum + hidden)[1]
+            extra = (f'<td class="num">{shown_pair(hidden, hidden)[1]} of {whole}</td>'
+                     if hidden else "<td></td>") if split else ""
             parts.append(f'<tr data-{heading}="{esc(name)}"><td>{esc(name)}</td>'
                          f'<td class="num">{cells[0]}</td><td class="num">{cells[1]}</td>'
-                         f'<td class="num">{int(count)}</td></tr>')
+                         f'<td class="num">{int(count)}</td>{extra}</tr>')
         parts.append("</tbody></table>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _feedback(tests: Sequence[Mapping[str, Any]]) -> str:
+def _withheld_note(withheld: Sequence[Mapping[str, Any]]) -> str:
+    """Under the score: how many hidden tests the student's page leaves out, what they
+    are worth, and when they are shown (never how they went)."""
+    if not withheld:
+        return ""
+    most = sum(float(t.get("max_score", 0)) for t in withheld)
+    when = sorted({HIDDEN_TEXT.get(str(t.get("visibility")), "hidden") for t in withheld})
+    count = f"{len(withheld)} hidden test{'s' if len(withheld) != 1 else ''}"
+    return (f'<p class="hidden-note" id="hidden-note">Not counted here: {count}, worth '
+            f"{shown_pair(most, most)[1]} points ({esc('; '.join(when))}). Their results "
+            "are not shown before they are released.</p>")
+
+
+def _feedback(tests: Sequence[Mapping[str, Any]], *, staff: bool = False) -> str:
+    """Every test's row, grouped by function; ``staff``: hidden tests' rows too show their
+    outcome, points and output, labelled as hidden from students."""
     groups: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
     for number, test in enumerate(tests):
         groups.setdefault(_tags(test)[0], []).append((number, test))
-    shown = feedback_budget({number: _output(test) for number, test in enumerate(tests)
-                             if _output(test)}, esc)
+    shown = feedback_budget({number: _output(test, staff) for number, test in enumerate(tests)
+                             if _output(test, staff)}, esc)
     parts = ['<section id="feedback"><h2>Feedback</h2>']
     for function, members in groups.items():
         parts.append(f'<h3>{esc(function)}</h3><ul class="tests">')
-        parts.extend(_test_item(number, test, shown.get(number, ""))
+        parts.extend(_test_item(number, test, shown.get(number, ""), staff=staff)
                      for number, test in members)
         parts.append("</ul>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _output(test: Mapping[str, Any]) -> str:
-    """The feedback a test's row shows: a failed visible test's output, else none."""
-    if str(test.get("visibility", "visible")) != "visible" or test.get("status") == "passed":
+def _output(test: Mapping[str, Any], staff: bool = False) -> str:
+    """The feedback a test's row shows: a failed visible test's output (on the staff
+    page, a failed hidden one's too), else none."""
+    if not (staff or _visible(test)) or test.get("status") == "passed":
         return ""
     return str(test.get("output", "")).strip()
 
 
-def _test_item(number: int, test: Mapping[str, Any], output: str) -> str:
-    """The test's row: its status, name and points; a failed visible one's feedback
-    (``output``, escaped and cut to its share of the page, see
-    :mod:`graders.feedback.budget`)."""
+def _test_item(number: int, test: Mapping[str, Any], output: str, *,
+               staff: bool = False) -> str:
+    """The test's row: its status, name and points; a failed one's feedback (``output``,
+    escaped and cut to its share of the page, see :mod:`graders.feedback.budget`). A
+    hidden test's row shows its name and that it is hidden, nothing else, except on the
+    staff page, where it is labelled as hidden from students."""
     name = esc(test.get("name", ""))
     visibility = str(test.get("visibility", "visible"))
-    if visibility != "visible":  # its name and that it is hidden: nothing else
-        hidden = HIDDEN_TEXT.get(visibility, "hidden")
+    hidden = HIDDEN_TEXT.get(visibility, "hidden")
+    if visibility != "visible" and not staff:  # its name and that it is hidden: nothing else
         return (f'<li class="test hidden" data-visibility="{esc(visibility)}">'
-                f'<span class="status">hidden</span>{name} <em>({esc(hidden)})</em></li>')
+                f'<span class="status">hidden</span> {name} <em>({esc(hidden)})</em></li>')
     status = "passed" if test.get("status") == "passed" else "failed"
+    # the state in words, not by the border's colour alone
+    said = "not run" if _outcome(test) == "not run" else status
     points = " / ".join(shown_pair(float(test.get("score", 0)), float(test.get("max_score", 0))))
-    item = (f'<li class="test {status}" id="test-{number}"><span class="status">{status}'
-            f"</span>{name} <em>({esc(points)})</em>")
+    label = "" if visibility == "visible" else \
+        f' <strong class="staff-only">[hidden from students: {esc(hidden)}]</strong>'
+    item = (f'<li class="test {status}" id="test-{number}"'
+            + (f' data-visibility="{esc(visibility)}"' if visibility != "visible" else "")
+            + f'><span class="status">{said}</span> {name} <em>({esc(points)})</em>{label}')
     if status != "passed" and output:
         item += f"<pre>{output}</pre>"
     return item + "</li>"
@@ -346,7 +414,8 @@ def _curves(plots: Sequence[PlotView], reality: Mapping[str, Sequence[RealityCur
              "<p>Thick pale lines are the reference; dashed lines with dots are yours. "
              "&#9650; at the top of a plot is an infinite value (an unstable queue); "
              "a red &#10006; marks a point where your values break one of the lab's "
-             "invariants. Every point here uses the tracks' public data only.</p>"]
+             "invariants. Every point here uses the tracks' public data only.</p>",
+             f"<p>{esc(PASS_MARK_TEXT)}</p>"]
     if reality:
         parts.append(REALITY_TEXT)
     if not plots:

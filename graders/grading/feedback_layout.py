@@ -24,12 +24,20 @@ def without_numbers(text: str) -> str:
     return _NUMBER.sub("#", text)
 
 
+#: How a failed call's message starts when the function hangs: a call stopped at the
+#: per-call deadline, or not made since. All of them are one cause (:func:`cause_of`).
+HANGS = "hangs: "
+
+
 def cause_of(function: str, message: str, fields: Iterable[tuple[str, str, str]]
           ) -> tuple[str, ...]:
     """What makes two failed cases of ``function`` fail the same way, numbers aside: the
-    error of a failed call (``message``), else each wrong field as ``(name, reason, text)``
-    — its name, why it is wrong, and the lines under its expected-versus-got line (its
-    hints), the first line of ``text`` being that line itself."""
+    error of a failed call (``message``; every hang is one), else each wrong field as
+    ``(name, reason, text)`` — its name, why it is wrong, and the lines under its
+    expected-versus-got line (its hints), the first line of ``text`` being that line
+    itself."""
+    if message.startswith(HANGS):
+        return (function, "error", HANGS)
     if message:
         return (function, "error", without_numbers(message))
     return (function, *(without_numbers("\n".join([name, reason,
@@ -104,13 +112,19 @@ class CaseCounts:
         return CaseCounts(self.failed + other.failed, self.total + other.total,
                           self.held + other.held)
 
-    def text(self) -> str:
+    def text(self, tracks: int = 0) -> str:
         """``3 of 13 cases failed``, with the right answers that do not count yet apart:
-        ``10 of 10 cases right but not counted yet``, never called failed."""
+        ``10 of 10 cases right but not counted yet``, never called failed. The cases of a
+        per-track test say whose they are, so that the terminal's sum over ``tracks``
+        tracks and the page's one track read alike: ``16 of 16 cases failed, on this
+        track``, ``48 of 48 cases failed, on 3 tracks together`` (no ``tracks``: none)."""
         held = f"{self.held} right but not counted yet" if self.held else ""
+        scope = ("" if tracks <= 0 else ", on this track" if tracks == 1
+                 else f", on {tracks} tracks together")
         if not self.failed and held:
-            return f"{self.held} of {self.total} cases {held.split(' ', 1)[1]}"
-        return f"{self.failed} of {self.total} cases failed" + (f", {held}" if held else "")
+            return f"{self.held} of {self.total} cases {held.split(' ', 1)[1]}{scope}"
+        return (f"{self.failed} of {self.total} cases failed" + (f", {held}" if held else "")
+                + scope)
 
 
 @dataclass(frozen=True)

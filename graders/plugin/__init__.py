@@ -158,7 +158,8 @@ def pytest_configure(config: pytest.Config) -> None:
                            (settings.html, "--grader-html")):
             if path is not None:  # before any student code runs, as graders grade does
                 check_output_file(path, flag)
-        session = GradingSession.open(settings, load_tracks)
+        session = GradingSession.open(settings, load_tracks,
+                                      verbose=config.getoption("verbose") > 0)
     except GraderFailure as error:  # the grader's failure, not the user's: never a usage error
         _fail_grading(config, settings, str(error))
         return

@@ -90,7 +90,8 @@ def grading(request: pytest.FixtureRequest) -> Grading:
     hidden = score is not None and score.visibility != "visible"
     label = score.name if score is not None else request.node.name
     checker = Grading(SessionCases(session, hidden), session.settings.tolerance,
-                      label=label, hidden=hidden)
+                      label=label, hidden=hidden,
+                      per_track=score is not None and bool(score.track))
     request.node.stash[TALLY_KEY] = checker.tally
     return checker
 

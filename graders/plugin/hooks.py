@@ -8,7 +8,7 @@ from __future__ import annotations
 import codecs
 import sys
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from graders.grading.checks import (
     StudentCallFailed,
     shortened,
 )
+from graders.grading.contract import CONTRACT_FUNCTIONS
 from graders.grading.feedback_layout import FeedbackParts
 from graders.grading.scoring import (
     GraderMark,
@@ -74,7 +75,7 @@ class GradingHooks:
         self.session.end()
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        return _header(self.session)
+        return _header(self.session, verbose=config.getoption("verbose") > 0)
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "track" in metafunc.fixturenames:
@@ -210,7 +211,9 @@ def _quiet_unused_hypothesis(config: pytest.Config) -> None:
         config.pluginmanager.unregister(name=HYPOTHESIS_PLUGIN)
 
 
-def _header(session: GradingSession) -> list[str]:
+def _header(session: GradingSession, *, verbose: bool) -> list[str]:
+    """What is graded and how; the protections the code runs under only when ``verbose``
+    (``-v``): a student needs none of them, and results.json records them."""
     settings = session.settings
     ids = ", ".join(track.track_id for track in session.tracks)
     sandbox = session.runner.sandbox
@@ -219,8 +222,9 @@ def _header(session: GradingSession) -> list[str]:
              f"serving-grader: tolerance {settings.tolerance.describe()}, "
              f"{settings.limits.call_timeout_s:g} s per call, "
              f"max score {decimal_text(session.max_score)}, "
-             f"{settings.examples} examples per invariant",
-             f"serving-grader: {session.isolation()}{who}"]
+             f"{settings.examples} examples per invariant"]
+    if verbose:
+        lines.append(f"serving-grader: {session.isolation()}{who}")
     if session.unseen_seed is not None:
         secret = "the course secret" if settings.secret_file else "no course secret"
         lines.append(f"serving-grader: unseen inputs drawn from {secret} and the "
@@ -487,7 +491,7 @@ def _finish(grading: GradingSession, interrupted: str | None = None) -> None:
     if grading.settings.classroom is not None:
         grading.write_classroom(grading.settings.classroom)
     if report is not None and html is not None:
-        report.write(html, grading.page_document(document))
+        report.write(html, grading.page_document(document), grading.settings.html_for)
 
 
 def _finish_anyway(grading: GradingSession, *, interrupted: str | None = None,
@@ -551,7 +555,9 @@ def _summary(terminalreporter: Any, config: pytest.Config, grading: GradingSessi
             f"results written to {grading.settings.results}"))
     if grading.settings.html is not None:
         terminalreporter.write_line(for_terminal(
-            f"feedback report written to {grading.settings.html}"))
+            f"feedback report written to {grading.settings.html}"
+            + (" (a staff page: it shows the hidden tests' results)"
+               if grading.settings.html_for == "staff" else "")))
 
 
 def _live_output() -> Callable[[bytes], None]:
@@ -590,9 +596,13 @@ def _feedback_blocks(grading: GradingSession, failed: list[TestScore], *, printe
                 groups[key] = []
             groups[key].append((score.track, parts))
     blocks = []
-    for score, entry in entries:
-        if entry is None:
-            blocks.append(Block(None, [unwritten.pop(score.function)]))
+    for index, (score, entry) in enumerate(entries):
+        if entry is None:  # every function not written yet, in one block where the first is
+            if score.function in unwritten:
+                lines = list(unwritten.values())
+                start = [start_line(unwritten)] if index == 0 else []
+                blocks.append(Block(None, [*start, *lines]))
+                unwritten.clear()
             continue
         if isinstance(entry, tuple):
             name = score.name.removesuffix(f" [{score.track}]") if score.track else score.name
@@ -607,6 +617,16 @@ def _feedback_blocks(grading: GradingSession, failed: list[TestScore], *, printe
                 output.rstrip("\n"), MAX_FEEDBACK_CHARS).split("\n")]
         blocks.append(block)
     return blocks
+
+
+def start_line(unwritten: Iterable[str]) -> str:
+    """Where a student starts when the first failed test is of a function not written yet:
+    the first of the ``unwritten`` functions in serving.py (the contract's order), which
+    needs none of the others, since a contract function calls only ones above it."""
+    order = {name: index for index, name in enumerate(CONTRACT_FUNCTIONS)}
+    first = min(unwritten, key=lambda name: order.get(name, len(order)))
+    return (f"Start with {first}: the first function of serving.py still to write, it "
+            "needs none of the others.")
 
 
 def _not_implemented(grading: GradingSession, failed: list[TestScore]) -> dict[str, str]:

@@ -181,13 +181,14 @@ class GradingSession:
         return kept[1]
 
     @classmethod
-    def open(cls, settings: Settings, load_tracks: Callable[[], tuple[Track, ...]]
-             ) -> GradingSession:
+    def open(cls, settings: Settings, load_tracks: Callable[[], tuple[Track, ...]], *,
+             verbose: bool = False) -> GradingSession:
         """Read the submission, start its worker, then load the tracks.
 
         The worker imports the submission (and pint) while this process loads the
         tracks and collects the tests. Raises a GraderError for a bad submission, track
-        or golden file.
+        or golden file. As root, the folders closed to other users are said in one short
+        line, or (``verbose``) with how other staff may still grade.
         """
         assert settings.student is not None
         oracle = choose_oracle(settings.golden)
@@ -208,9 +209,9 @@ class GradingSession:
             if running_as_root():  # this grading's alone
                 sandbox = seat.user if seat is not None and seat.user is not None \
                     else claim_sandbox_user(settings.sandbox_user)
-                note = closed_note(close_to_others(protected_folders(),
-                                                   sandbox_gid=sandbox.gid))
-                if note is not None:  # one line, whatever the verbosity
+                changed = close_to_others(protected_folders(), sandbox_gid=sandbox.gid)
+                note = closed_note(changed) if verbose else closed_line(changed)
+                if note is not None:  # one line, said only by the run that closed them
                     sys.stderr.write(f"graders: note: {note}\n")
             runner = StudentRunner(submission, limits=settings.limits, sandbox=sandbox,
                                    box=seat.box if seat is not None else None)
@@ -649,6 +650,17 @@ class GradingSession:
         write_json_atomically(path, document)
 
 
+#: What a grading that closed the grader's folders says by default: a student can ignore it.
+CLOSED_LINE = ("closed the grader's folders to other users, so that the code it grades cannot "
+               "read them; nothing to do (pytest -v says how other staff can still grade)")
+
+
+def closed_line(changed: Iterable[tuple[Path, int, int]]) -> str | None:
+    """:data:`CLOSED_LINE` when :func:`graders.sandbox.privileges.close_to_others` changed a
+    folder, else None (the staff's version: :func:`closed_note`)."""
+    return CLOSED_LINE if list(changed) else None
+
+
 def closed_note(changed: Iterable[tuple[Path, int, int]]) -> str | None:
     """The note to staff on the folders :func:`graders.sandbox.privileges.close_to_others`
     closed and how other staff may grade, or None."""
@@ -659,13 +671,19 @@ def closed_note(changed: Iterable[tuple[Path, int, int]]) -> str | None:
 
     folders = ", ".join(f"{str(path)!r} (mode {before:o} -> {after:o})"
                         for path, before, after in changed)
-    outermost = min((path for path, _, _ in changed), key=lambda path: len(path.parts))
-    group = _group_name(outermost.stat().st_gid)
+    # every closed folder not inside another (the grader's packages side by side, when
+    # installed into site-packages), each named once in the fix
+    closed = [path for path, _, _ in changed]
+    outermost = [path for path in dict.fromkeys(closed)
+                 if not any(path != other and path.is_relative_to(other) for other in closed)]
+    groups = " or ".join(repr(name) for name in
+                         dict.fromkeys(_group_name(path.stat().st_gid) for path in outermost))
+    named = " ".join(shlex.quote(str(path)) for path in outermost)
     return (f"closed {folders} to other users so that student code, run as a sandbox user, "
-            f"cannot read them; staff in their group {group!r} can still grade; to let "
-            "other staff grade without reopening them, give the checkout a group of theirs: "
-            f"chgrp -R STAFF {shlex.quote(str(outermost))} && chmod -R g+rX "
-            f"{shlex.quote(str(outermost))} (a sandbox user is never in it)")
+            f"cannot read them; staff in their group {groups} can still grade; to let "
+            "other staff grade without reopening them, give the grader's folders a group "
+            f"of theirs: chgrp -R STAFF {named} && chmod -R g+rX {named} (a sandbox user "
+            "is never in it)")
 
 
 def _group_name(gid: int) -> str:

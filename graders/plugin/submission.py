@@ -11,14 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from graders.errors import SubmissionError
+from graders.sandbox.limits import MAX_SUBMISSION_BYTES
 from graders.sandbox.submission import SUBMISSION_NAME
 
 #: Folders never searched for a nested ``serving.py`` (besides hidden ones).
 SKIPPED_FOLDERS = ("__MACOSX",)
 #: How deep below a submission folder a nested ``serving.py`` is looked for.
 SEARCH_DEPTH = 3
-#: The largest ``serving.py`` accepted, in bytes.
-MAX_SUBMISSION_BYTES = 1_000_000
 
 
 def locate_submission(path: str | os.PathLike[str]) -> Path:

@@ -88,12 +88,32 @@ def github_output_line(document: dict[str, Any]) -> str:
     return "result=" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "\n"
 
 
+def preview_title(document: dict[str, Any]) -> str:
+    """The notice's title: the points the reporter adds up from ``document``, called a
+    preview (GitHub shows it beside the reporter's own "Points" notice, which cannot say
+    so), or :data:`PREVIEW_TITLE` alone for a report without points."""
+    tests = document.get("tests")
+    maximum = document.get("max_score")
+    if not tests or not isinstance(maximum, int | float) or isinstance(maximum, bool):
+        return PREVIEW_TITLE
+    total = sum(float(test.get("score", 0)) for test in tests)
+    return f"Preview {total:.2f} / {float(maximum):.2f} points, not the final grade"
+
+
 def preview_notice(document: dict[str, Any]) -> str:
     """The workflow command (one line for the log) that shows ``document``'s message as a
-    notice titled :data:`PREVIEW_TITLE` on the workflow run's page, beside the reporter's
-    points."""
-    return (f"::notice title={_command_value(PREVIEW_TITLE, in_property=True)}::"
+    notice titled by :func:`preview_title` on the workflow run's page, beside the
+    reporter's points."""
+    return (f"::notice title={_command_value(preview_title(document), in_property=True)}::"
             f"{_command_value(str(document.get('message', '')))}\n")
+
+
+def preview_summary(document: dict[str, Any]) -> str:
+    """Markdown for the job summary (``$GITHUB_STEP_SUMMARY``), which GitHub shows on the
+    run's page: :func:`preview_title` as a heading, then the message (the grader's own
+    text: no student content)."""
+    message = escape_controls(str(document.get("message", "")))
+    return f"### {preview_title(document)}\n\n{message}\n"
 
 
 def _command_value(text: str, *, in_property: bool = False) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -210,13 +211,23 @@ def interrupted_by_signal(document: Any) -> str | None:
     return str(signal_name) if signal_name is not None else None
 
 
+#: A folder or file of the grading machine, as a reason quotes it (``'/autograder/x'``).
+_ABSOLUTE_PATH = re.compile(r""" (?:'(?:/|[A-Za-z]:\\)[^']*'|"(?:/|[A-Za-z]:\\)[^"]*")""")
+#: What to submit, said when the reason does not say it already.
+SUBMIT_SERVING_PY = ("Submit serving.py (the file itself, or a folder holding exactly one) "
+                     "and grading will run.")
+
+
 def unusable_submission_results(reason: str) -> dict[str, Any]:
-    """Results for a submission with no usable ``serving.py``: 0 points, and why."""
+    """Results for a submission with no usable ``serving.py``: 0 points, and why, said
+    once (what to submit only if ``reason`` does not say it) and without the grading
+    machine's paths (the reason as the student's own files name it)."""
+    said = _ABSOLUTE_PATH.sub("", reason)
+    ask = "" if "submit " in said.lower() else f" {SUBMIT_SERVING_PY}"
     return gradescope_results(
         [], execution_time_s=0.0,
-        output=f"Your submission was not graded: {reason}. Submit serving.py (the file "
-               "itself, or a folder holding exactly one) and grading will run.",
-        extra={"submission_error": reason})
+        output=f"Your submission was not graded: {said}.{ask}",
+        extra={"submission_error": said})
 
 
 def validated_results(document: Mapping[str, Any]) -> Mapping[str, Any]:

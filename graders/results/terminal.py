@@ -86,7 +86,7 @@ def grouped_block(name: str, tests: Sequence[tuple[str | None, FeedbackParts]]) 
     counts = reduce(CaseCounts.__add__, (parts.counts for _, parts in tests))
     tolerance = tests[0][1].tolerance
     where = f" [{', '.join(tracks)}]" if tracks else ""
-    header = f"{name}{where}: {counts.text()} (tolerance {tolerance})"
+    header = f"{name}{where}: {counts.text(len(tracks))} (tolerance {tolerance})"
     notes = list(dict.fromkeys(note for _, parts in tests for note in parts.notes))
     cases = [(track, case) for track, parts in tests for case in parts.cases]
     if len(cases) > 1 and len({case.body for _, case in cases}) == 1:

@@ -82,8 +82,9 @@ def test_the_github_output_line_is_base64_of_strict_json() -> None:
 def test_github_output_mode_appends_what_the_reporter_reads(tmp_path: Path) -> None:
     output = tmp_path / "github_output"
     output.write_text("earlier=1\n", encoding="utf-8")
+    summary = tmp_path / "step_summary"
     run = graders("grade", BUGGY, "--github-output", "-q", cwd=tmp_path,
-                  env={"GITHUB_OUTPUT": str(output)})
+                  env={"GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary)})
     assert run.returncode == 0, run.stderr
     lines = output.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "earlier=1"
@@ -98,6 +99,12 @@ def test_github_output_mode_appends_what_the_reporter_reads(tmp_path: Path) -> N
     assert document["message"] == PREVIEW_MESSAGE
     notices = [line for line in run.stdout.splitlines() if line.startswith("::")]
     assert notices == [preview_notice(document).rstrip("\n")]
+    # wherever GitHub shows the points, "preview" is beside them: the notice's title and
+    # the job summary's heading
+    points = f"{total:.2f} / 100.00 points"
+    assert notices[0].startswith(f"::notice title=Preview {points}%2C not the final grade::")
+    assert summary.read_text(encoding="utf-8").startswith(
+        f"### Preview {points}, not the final grade\n\n{PREVIEW_MESSAGE}")
     assert PREVIEW_LINE not in run.stdout  # the local preview line is the bundle's alone
 
 
@@ -125,6 +132,10 @@ def test_the_preview_notice_is_one_workflow_command_with_its_values_escaped() ->
     assert preview_notice(classroom_results([], visible_only=True)).startswith(
         "::notice title=Preview%2C not the final grade::This score is a preview of the "
         "visible tests, not your grade")
+    scored = classroom_results([score("a", 4, "passed"), score("b", 0)], visible_only=True)
+    assert preview_notice(scored).startswith(
+        f"::notice title=Preview {sum(t['score'] for t in scored['tests']):.2f} / "
+        f"{scored['max_score']:.2f} points%2C not the final grade::This score is a preview")
 
 
 @pytest.fixture(scope="module")
@@ -393,7 +404,11 @@ def test_a_notebook_or_zip_given_as_a_file_is_refused_as_in_a_folder(tmp_path: P
         document = load(results)
         assert (document["score"], document["tests"]) == (0, [])
         reason = document["extra_data"]["submission_error"]
-        assert reason in run.stderr
+        # the staff's line names the path; the student's reason is the same without it
+        assert str(tmp_path) in run.stderr
+        assert str(tmp_path) not in json.dumps(document)
+        assert reason == run.stderr.strip().removeprefix("graders: error: ").replace(
+            f" {str(given)!r}", "")
         outcomes.append(reason.split("; ")[-2:])
     assert outcomes[0] == outcomes[1]  # the same reason, file or folder
 

@@ -189,7 +189,13 @@ def assert_every_output_says_the_maximum(configuration: Configuration, workspace
         page = (out / "feedback.html").read_text(encoding="utf-8")
         shown = re.search(r'id="score" data-score="([^"]+)"', page)
         assert shown is not None, context
-        assert Fraction(shown.group(1)) == maximum, context
+        # the student's page counts the visible tests alone (hidden results not released)
+        visible = sum((Fraction(str(t["max_score"])) for t in results["tests"]
+                       if t["visibility"] == "visible"), Fraction(0))
+        assert Fraction(shown.group(1)) == visible, context
+        hidden = maximum - visible
+        if hidden:
+            assert f"worth {points_text(hidden, hidden)[1]} points" in page, context
 
 
 def check(configuration: Configuration, base: Path, install: str | None = None) -> None:

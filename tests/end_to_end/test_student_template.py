@@ -6,6 +6,8 @@ import ast
 import dataclasses
 import importlib.util
 import inspect
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -14,7 +16,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
-from helpers import REPO
+from helpers import REPO, graders
 
 import reference
 
@@ -267,3 +269,42 @@ def test_the_template_header_names_its_one_unit_exception(template: ModuleType) 
     assert "cache_capacity" in header
     assert "/ 1024" in header
     assert "complete specification" in header
+
+
+def student_pytest(bundle: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``pytest`` as a student runs it in the repository they cloned: the bundle's own
+    grader, from its folder (stdout and stderr together, as a terminal shows them)."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("PYTEST_", "COV_"))}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *flags],
+                          cwd=bundle, env=environment, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300, check=False)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the grader closes its folders only as root")
+def test_the_template_run_as_root_says_where_to_start_and_no_staff_note(
+        tmp_path: Path) -> None:
+    bundle = tmp_path / "lab"
+    exported = graders("export", "student", bundle)
+    assert exported.returncode == 0, exported.stderr
+    for folder in (bundle, bundle / "graders"):
+        folder.chmod(0o755)  # as a fresh clone: open to other users, so the grader closes it
+    first = student_pytest(bundle)
+    assert first.returncode == 1, first.stdout
+    feedback = first.stdout.split("serving-lab feedback", 1)[1]
+    assert feedback.lstrip("=\n ").startswith("Start with serve: ")
+    assert stat.S_IMODE(bundle.stat().st_mode) & 0o007 == 0  # closed all the same
+    # the one line a student can ignore; the staff's note (groups, chgrp) is not shown
+    assert first.stdout.count("closed the grader's folders to other users") == 1
+    for staff in ("chgrp", "chmod", "staff in their group", "STAFF"):
+        assert staff not in first.stdout, staff
+    assert "the student's code runs as" not in first.stdout  # the protections: under -v
+    again = student_pytest(bundle)
+    assert "closed the grader's folders" not in again.stdout  # said once: nothing changed
+    for folder in (bundle, bundle / "graders"):
+        folder.chmod(0o755)
+    verbose = student_pytest(bundle, "-v")  # the staff's note, and the protections, under -v
+    assert "chgrp -R STAFF" in verbose.stdout
+    assert "serving-grader: root w" in verbose.stdout  # with or without CAP_SYS_ADMIN
+    assert "the student's code runs as an unprivileged sandbox user" in verbose.stdout

@@ -1,5 +1,5 @@
 """The lab notebook's engine (graders.feedback.explore): the student's functions swept in
-this process, beside the points the student repository holds."""
+the grader's worker, beside the points the student repository holds."""
 
 from __future__ import annotations
 
@@ -14,11 +14,14 @@ from graders.expected.golden import GoldenOracle, build_golden
 from graders.expected.oracle import ReferenceOracle
 from graders.feedback import explore
 from graders.feedback.curves import curve_cases, track_sweeps
-from graders.grading.cases import visible_cases
+from graders.grading.cases import Case, visible_cases
 from graders.grading.contract import CONTRACT_FUNCTIONS
+from graders.sandbox.limits import Limits
 from graders.trackfiles.tracks import Track, default_tracks_dir, load_tracks
 
 TEMPLATE = REPO / "student_template" / "serving.py"
+#: Deadlines short enough for a test of a hang (the grader's own are 3 s and 10 s).
+QUICK = Limits(call_timeout_s=0.5, import_timeout_s=2.0)
 
 
 @pytest.fixture(scope="module")
@@ -38,22 +41,62 @@ def golden(tracks: tuple[Track, ...], tmp_path_factory: pytest.TempPathFactory) 
 
 def student(name: str) -> explore.StudentCode:
     path = TEMPLATE if name == "template" else CORPUS / name / "serving.py"
-    return explore.load_student(path.read_text(encoding="utf-8"), path)
+    return explore.load_student(path.read_bytes())
 
 
-def test_a_file_that_does_not_load_is_a_message_not_an_exception(tmp_path: Path) -> None:
-    for source, words in [("def serve(:\n", "SyntaxError"), ("raise SystemExit(3)\n", "SystemExit"),
-                          ("import numpyy\n", "No module named 'numpyy'")]:
-        loaded = explore.load_student(source, tmp_path / "serving.py")
-        assert loaded.module is None
-        assert loaded.error.startswith("serving.py does not load:")
-        assert words in loaded.error
+def probes(tracks: tuple[Track, ...] = ()) -> list[Case]:
+    """One visible case per function, as the notebook probes them."""
+    first: dict[str, Case] = {}
+    for case in visible_cases(tracks):
+        first.setdefault(case.function, case)
+    return list(first.values())
 
 
-def test_each_load_runs_the_file_as_it_is_now(tmp_path: Path) -> None:
-    path = tmp_path / "serving.py"
-    first = explore.load_student("def quantity_to_float(v, u, d):\n    return 1.0\n", path)
-    second = explore.load_student("def quantity_to_float(v, u, d):\n    return 2.0\n", path)
+def test_a_file_that_does_not_load_is_a_message_not_an_exception() -> None:
+    for source, words in [(b"def serve(:\n", "SyntaxError"),
+                          (b"raise SystemExit(3)\n", "SystemExit"),
+                          (b"import numpyy\n", "No module named 'numpyy'"),
+                          (b"while True:\n    pass\n", "took longer than the deadline")]:
+        probed = explore.probe(explore.load_student(source, QUICK), probes())
+        assert probed.error.startswith("serving.py could not be imported:"), probed
+        assert words in probed.error
+        assert probed.unwritten == tuple(CONTRACT_FUNCTIONS)
+
+
+def test_a_call_that_hangs_is_stopped_at_the_grader_deadline_and_becomes_a_note(
+        tracks: tuple[Track, ...]) -> None:
+    unwritten = '    raise NotImplementedError("serve: implement me")\n'
+    source = TEMPLATE.read_text(encoding="utf-8")
+    assert source.count(unwritten) == 1
+    source = source.replace(unwritten, "    while True:\n        pass\n")
+    code = explore.load_student(source.encode(), QUICK)
+    probed = explore.probe(code, probes(tracks))
+    assert probed.error == ""
+    assert [name for name, _ in probed.failed] == ["serve"]
+    assert probed.failed[0][1] == explore.HANG_NOTE.format(deadline=0.5)
+    assert "serve" not in probed.unwritten
+    assert "erlang_c" in probed.unwritten
+
+
+def test_a_function_that_hangs_on_a_sweep_gets_the_note_instead_of_a_figure(
+        tracks: tuple[Track, ...], golden: Path) -> None:
+    source = (CORPUS / "correct" / "serving.py").read_text(encoding="utf-8")
+    heavy = "    v = max(0.1, (1 + service_cv**2) / 2)\n"
+    assert source.count(heavy) == 1
+    source = source.replace(heavy, "    while utilization > 0.8:\n        pass\n" + heavy)
+    oracle = GoldenOracle.load(golden)
+    track = oracle.bind(tracks)[0]
+    measured = explore.measured(explore.load_student(source.encode(), QUICK),
+                                explore.sweeps(track, explore.Knobs.of(track)), oracle.expected)
+    by_name = {m.sweep.name: explore.show(m, None) for m in measured}
+    assert by_name["load"].uri is None
+    assert by_name["load"].text == "queueing_latency: " + explore.HANG_NOTE.format(deadline=0.5)
+    assert by_name["context"].uri is not None  # the other functions are still drawn
+
+
+def test_each_load_runs_the_file_as_it_is_now() -> None:
+    first = explore.load_student(b"def quantity_to_float(v, u, d):\n    return 1.0\n")
+    second = explore.load_student(b"def quantity_to_float(v, u, d):\n    return 2.0\n")
     case = next(c for c in visible_cases(()) if c.function == "quantity_to_float")
     assert explore.call(first, case).value == 1.0
     assert explore.call(second, case).value == 2.0
@@ -67,24 +110,23 @@ def test_a_call_that_raises_is_an_outcome_as_in_the_grader(tracks: tuple[Track, 
 
 
 def test_results_are_read_by_field_name_like_the_grader_reads_them() -> None:
-    fields = ("total_ms", "throughput_rps", "passes")
-    assert explore.plain_result((1, 2.5, 3), fields) == {"total_ms": 1, "throughput_rps": 2.5,
-                                                        "passes": 3}
-    assert explore.plain_result({"total_ms": 1.0}, fields) == {
-        "total_ms": 1.0, "throughput_rps": None, "passes": None}
-    holder = type("R", (), {"total_ms": 4.0, "throughput_rps": 5.0, "passes": True})()
-    assert explore.plain_result(holder, fields) == {"total_ms": 4.0, "throughput_rps": 5.0,
-                                                    "passes": True}
+    case = next(c for c in visible_cases(()) if c.function == "serve")
+    assert tuple(case.fields or ()) == ("total_ms", "throughput_rps", "passes")
+    for body, read in [
+            ("return (1, 2.5, 3)", {"total_ms": 1, "throughput_rps": 2.5, "passes": 3}),
+            ("return {'total_ms': 1.0}", {"total_ms": 1.0}),
+            ("return type('R', (), {'total_ms': 4.0, 'throughput_rps': 5.0, 'passes': 2})()",
+             {"total_ms": 4.0, "throughput_rps": 5.0, "passes": 2})]:
+        code = explore.load_student(f"def serve(*args, **kwargs):\n    {body}\n".encode())
+        value = explore.call(code, case).value
+        assert {k: v for k, v in value.items() if k in read} == read, body
 
 
 def test_the_untouched_template_says_every_function_is_still_to_write(
         tracks: tuple[Track, ...]) -> None:
-    probes = {}
-    for case in visible_cases(tracks):
-        probes.setdefault(case.function, case)
-    assert explore.unwritten(student("template"), list(probes.values())) == \
-        list(CONTRACT_FUNCTIONS)
-    assert explore.unwritten(student("correct"), list(probes.values())) == []
+    assert explore.unwritten(student("template"), probes(tracks)) == list(CONTRACT_FUNCTIONS)
+    assert explore.unwritten(student("correct"), probes(tracks)) == []
+    assert explore.probe(student("correct"), probes(tracks)) == explore.Probe(())
 
 
 def test_at_the_tracks_own_settings_the_sweeps_are_the_pages_case_for_case(
@@ -122,10 +164,11 @@ def test_the_correct_curves_go_through_every_golden_point_and_a_bug_departs(
             ("p99_at_q095", {"load", "batch"}, {"load", "batch"}),
             ("cache_ceil", {"context"}, {"context"}),
             ("warm_pool_ignored", {"warm-pool", "bandwidth"}, {"warm-pool"})]:
-        code = student(name)
+        every = explore.measured(student(name), [  # one worker for every track's sweeps
+            sweep for track in bound for sweep in explore.sweeps(track, explore.Knobs.of(track))],
+            oracle.expected)
         for track in bound:
-            measured = explore.measured(code, explore.sweeps(track, explore.Knobs.of(track)),
-                                        oracle.expected)
+            measured = [m for m in every if m.sweep.track_id == track.track_id]
             departed = {m.sweep.name for m in measured if explore.compare(m).departed}
             assert all(explore.compare(m).compared for m in measured), (name, track.track_id)
             assert departed <= allowed, (name, track.track_id, departed)

@@ -48,6 +48,12 @@ def results_document(tests: list[dict[str, Any]], score: float) -> dict[str, Any
             "stdout_visibility": "hidden", "extra_data": {"max_score": 100.0}, "tests": tests}
 
 
+def students_score(document: dict[str, Any]) -> float:
+    """The score the student's page shows before release: its visible tests' points."""
+    return float(number(sum(float(test["score"]) for test in document["tests"]
+                            if test["visibility"] == "visible")))
+
+
 def a_test(name: str, function: str, score: float, max_score: float, output: str,
            visibility: str = "visible", track: str | None = None) -> dict[str, Any]:
     return {"name": name, "score": score, "max_score": max_score,
@@ -264,16 +270,48 @@ def test_a_hidden_test_shows_its_name_and_that_it_is_hidden_and_nothing_else() -
         assert fragment not in page
 
 
-def test_hidden_tests_count_in_one_row_of_their_own() -> None:
+def test_the_students_page_counts_the_visible_tests_and_names_the_hidden_points() -> None:
     tests = [a_test("erlang_c small fleets", "erlang_c", 8.0, 8.0, ""),
              a_test("erlang_c large fleets", "erlang_c", 1.0, 3.0, "", "after_due_date"),
              a_test("queueing large fleets", "queueing_latency", 0.5, 2.0, "", "hidden")]
-    page = build_page(results_document(tests, 9.5), [])
+    page = build_page({**results_document(tests, 9.5), "extra_data": {"max_score": 13.0}},
+                      [])
+    assert 'data-score="8">8.00</span> / <span id="max-score">8.00</span>' in page
+    assert "<title>Serving lab feedback: 8.00 / 8.00</title>" in page
+    assert ("Not counted here: 2 hidden tests, worth 5.00 points (hidden until after the "
+            "due date; hidden: its details are not shown).") in page
     assert ('<tr data-function="erlang_c"><td>erlang_c</td><td class="num">8.00</td>'
-            '<td class="num">8.00</td><td class="num">1</td>') in page
-    assert ('<td>(hidden tests)</td><td class="num">1.50</td><td class="num">5.00</td>'
-            '<td class="num">2</td>') in page
-    assert 'data-function="queueing_latency"' not in page
+            '<td class="num">8.00</td><td class="num">1</td>'
+            '<td class="num">3.00 of 11.00</td></tr>') in page
+    assert ('<tr data-function="queueing_latency"><td>queueing_latency</td>'
+            '<td class="num">0.00</td><td class="num">0.00</td><td class="num">0</td>'
+            '<td class="num">2.00 of 2.00</td></tr>') in page
+    for fragment in ("9.5", "1.50", "0.50", "1.00 / 3.00", "(hidden tests)"):
+        assert fragment not in page
+    assert section(page, "next") == ("<p>Every visible test passes. The hidden tests&#x27; "
+                                     "results are not shown before they are released.</p>")
+
+
+def test_the_staff_page_shows_every_result_and_says_it_is_for_staff() -> None:
+    tests = [a_test("erlang_c small fleets", "erlang_c", 8.0, 8.0, ""),
+             a_test("erlang_c large fleets", "erlang_c", 1.0, 3.0, "4 of 9 cases failed",
+                    "after_due_date")]
+    page = build_page({**results_document(tests, 9.0), "extra_data": {"max_score": 11.0}},
+                      [], audience="staff")
+    assert 'id="staff-page">Staff page:' in page
+    assert 'data-score="9">9.00</span> / <span id="max-score">11.00</span>' in page
+    assert ('<tr data-function="erlang_c"><td>erlang_c</td><td class="num">9.00</td>'
+            '<td class="num">11.00</td><td class="num">2</td></tr>') in page
+    assert ('<span class="status">failed</span> erlang_c large fleets <em>(1.00 / 3.00)</em>'
+            ' <strong class="staff-only">[hidden from students: hidden until after the due '
+            "date]</strong><pre>4 of 9 cases failed</pre>") in page
+    assert "Not counted here" not in page
+    student = build_page({**results_document(tests, 9.0), "extra_data": {"max_score": 11.0}},
+                         [])
+    assert "Staff page" not in student
+    assert "4 of 9 cases failed" not in student
+    with pytest.raises(ValueError, match="audience"):
+        build_page(results_document(tests, 9.0), [], audience="everyone")  # type: ignore[arg-type]
 
 
 def test_every_text_is_escaped() -> None:
@@ -381,7 +419,7 @@ def test_what_to_fix_first_is_the_first_failed_visible_test_and_its_first_case()
     assert "batching_tax" not in first
     assert "Fix it, then run <code>pytest</code> again." in first
     assert '<a href="#test-2">' in first
-    assert '<li class="test failed" id="test-2"><span class="status">failed</span>' \
+    assert '<li class="test failed" id="test-2"><span class="status">failed</span> ' \
            "queueing_latency matches [iphone]" in page
     assert page.index('id="next"') < page.index('id="scores"')  # at the top
 
@@ -402,13 +440,27 @@ def test_when_every_test_passes_the_page_says_there_is_nothing_to_fix() -> None:
     assert "What to fix first" not in page
 
 
-def test_when_only_hidden_tests_lose_points_the_page_says_how_many() -> None:
+def test_when_only_hidden_tests_lose_points_the_staff_page_says_how_many() -> None:
     tests = [a_test("serve matches", "serve", 8.0, 8.0, ""),
              a_test("erlang_c large fleets", "erlang_c", 1.0, 3.0, "secret", "hidden")]
-    page = build_page({**results_document(tests, 9.0), "extra_data": {"max_score": 11.0}}, [])
+    document = {**results_document(tests, 9.0), "extra_data": {"max_score": 11.0}}
+    page = build_page(document, [], audience="staff")
     assert section(page, "next") == ("<p>Every visible test passes. The hidden tests earn "
                                      "1.00 of 3.00 points; their cases are not shown.</p>")
-    assert "secret" not in page
+    student = build_page(document, [])
+    assert "1.00 of 3.00" not in student
+    assert "secret" not in student
+
+
+def test_when_every_test_passes_the_students_page_says_nothing_of_the_hidden_ones() -> None:
+    tests = [a_test("serve matches", "serve", 8.0, 8.0, ""),
+             a_test("erlang_c large fleets", "erlang_c", 3.0, 3.0, "", "after_published")]
+    page = build_page({**results_document(tests, 11.0), "extra_data": {"max_score": 11.0}},
+                      [])
+    assert "nothing left to fix" not in page  # it would tell that the hidden tests pass
+    assert "hidden until the grades are published" in page
+    assert "passed</span>erlang_c" not in page
+    assert "11.00" not in page
 
 
 def test_a_submission_that_does_not_import_is_told_to_fix_that_first() -> None:
@@ -520,7 +572,7 @@ def test_without_matplotlib_graders_grade_html_writes_the_page(
     assert captured.err == ""
     document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
-    assert f'data-score="{number(document["score"])}"' in page
+    assert f'data-score="{number(students_score(document))}"' in page
     assert plotted(page) == {(function, track.track_id) for function in PLOTTED_FUNCTIONS
                              for track in tracks}
     assert all(svg.tag == "{http://www.w3.org/2000/svg}svg" for svg in svgs(page))
@@ -640,7 +692,7 @@ def test_an_implemented_submission_has_a_plot_per_function_and_track(
         name: str) -> None:
     path, document = graded[name]
     page = path.read_text(encoding="utf-8")
-    assert f'data-score="{number(document["score"])}"' in page
+    assert f'data-score="{number(students_score(document))}"' in page
     assert plotted(page) == {(function, track.track_id) for function in PLOTTED_FUNCTIONS
                              for track in tracks}
     assert 'class="no-plot"' not in page
@@ -737,9 +789,9 @@ def test_the_page_in_headless_chromium(graded: dict[str, tuple[Path, dict[str, A
     assert track_heading == "track (per-track tests only)"
     assert "more failed cases" not in feedback  # the page cuts nothing
     assert "[cut: " not in feedback
-    assert score == f"{document['score']:.2f}"  # shown as everywhere else, 2 decimals
+    assert score == f"{students_score(document):.2f}"  # as everywhere else, 2 decimals
     assert exact is not None
-    assert float(exact) == document["score"]  # and exactly, for tools
+    assert float(exact) == students_score(document)  # and exactly, for tools
     assert {(f, t) for f, t, _ in images} == {(function, track.track_id)
                                               for function in PLOTTED_FUNCTIONS
                                               for track in tracks}
@@ -802,8 +854,9 @@ def test_the_page_reads_clean_in_headless_chromium(
         assert html_escape(HOSTILE) not in text  # and never escaped twice
         text = text.replace(HOSTILE, "")
     assert MARKUP.findall(text) == []
-    if name == "correct":
-        assert "Every test passes: there is nothing left to fix." in first
+    if name == "correct":  # a student's page: the hidden tests' outcomes are not shown
+        assert ("Every visible test passes. The hidden tests' results are not shown before "
+                "they are released.") in first
     else:
         assert "What to fix first" in first
         assert "Fix it, then run pytest again." in first

@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from graders.grading.cases import Case
-from graders.grading.checks import MAX_FEEDBACK_CHARS, Grading, GradingFailure
+from graders.grading.checks import (
+    MAX_FEEDBACK_CHARS,
+    Grading,
+    GradingFailure,
+    argument_text,
+)
 from graders.grading.compare import Tolerance
 from graders.grading.credit import FunctionEvidence
 from graders.grading.diagnosis import WHERE_TO_LOOK
@@ -104,6 +109,16 @@ def test_counts_add_up_and_read_as_before() -> None:
     assert CaseCounts(3, 10, 2).text() == "3 of 10 cases failed, 2 right but not counted yet"
 
 
+def test_the_counts_of_a_per_track_test_say_whose_cases_they_are() -> None:
+    assert CaseCounts(16, 16).text(1) == "16 of 16 cases failed, on this track"
+    assert (CaseCounts(16, 16) + CaseCounts(16, 16) + CaseCounts(16, 16)).text(3) == \
+        "48 of 48 cases failed, on 3 tracks together"
+    assert CaseCounts(0, 10, 10).text(1) == \
+        "10 of 10 cases right but not counted yet, on this track"
+    assert CaseCounts(3, 10, 2).text(2) == \
+        "3 of 10 cases failed, 2 right but not counted yet, on 2 tracks together"
+
+
 # --- a test's feedback, as Grading builds it -----------------------------------------------
 
 LATENCIES = ("mean_latency_ms", "p50_latency_ms", "p95_latency_ms", "p99_latency_ms",
@@ -182,3 +197,16 @@ def test_a_hidden_test_gives_no_parts_to_the_terminal() -> None:
         Grading(Source({"hidden 0": {**EXPECTED, "mean_latency_ms": 1.0}}), TOLERANCE,
                 label="queueing_latency at scale", hidden=True).check(cases)
     assert raised.value.parts is None
+
+
+@pytest.mark.parametrize("value", [2.0, 2, 0.1, 1e-05, 166.66666666666666, 3.0e20, 0, -1.5,
+                                   True, None, "GB"])
+def test_a_call_s_arguments_read_as_the_case_heading_writes_them(value: object) -> None:
+    """A failed call's arguments (an invariant's, a callee's) and a case's heading write a
+    number alike, exactly as it was passed: 2.0 a float, 2 an int, never rounded."""
+    heading = Case("c", "serve", (value,), {"precision_bytes": value}).describe_inputs()
+    shown = argument_text(value)
+    assert heading == f"serve({shown}, precision_bytes={shown})"
+    if isinstance(value, float):
+        assert float(shown) == value
+        assert "." in shown or "e" in shown  # a float reads as one

@@ -186,7 +186,7 @@ def test_invalid_ini_values_are_usage_errors(pytester: pytest.Pytester, key: str
 def test_the_header_reports_the_settings_in_force(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ngrader_examples = 7\ngrader_abs_tol = 1e-6\n")
     result = pytester.runpytest("--student", "serving.py", "--grader-rel-tol", "0.01",
-                                "--grader-timeout", "1.5", "--collect-only")
+                                "--grader-timeout", "1.5", "--collect-only", "-v")
     result.stdout.fnmatch_lines([
         "serving-grader: grading *serving.py on tracks cloud_fleet, iphone, oura_ring, robotaxi",
         "serving-grader: tolerance rel 0.01, abs 1e-06, 1.5 s per call, max score 100, "
@@ -196,6 +196,14 @@ def test_the_header_reports_the_settings_in_force(pytester: pytest.Pytester) -> 
         "user of its own* (serving-sandbox*, uid *)"
         if os.geteuid() == 0 else "serving-grader: * (*): *the student's code runs as this user*",
     ])
+
+
+def test_the_header_names_the_protections_only_under_v(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--student", "serving.py", "--collect-only")
+    result.stdout.fnmatch_lines(["serving-grader: grading *serving.py on tracks *",
+                                 "serving-grader: tolerance *"])
+    result.stdout.no_fnmatch_line("*the student's code runs as*")
+    result.stdout.no_fnmatch_line("*bubblewrap*")
 
 
 def test_a_wider_relative_tolerance_accepts_small_errors(pytester: pytest.Pytester) -> None:
@@ -224,7 +232,7 @@ def test_a_hanging_function_fails_within_the_timeout(pytester: pytest.Pytester) 
     result = pytester.runpytest("--student", str(student), "--grader-timeout", "0.3",
                                 "-k", "test_serve")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*timed out after 0.3 s*"])
+    result.stdout.fnmatch_lines(["*hangs: stopped at the per-call deadline, after 0.3 s*"])
     assert result.duration < 30
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from typing import Any
 
@@ -37,6 +38,9 @@ def test_the_untouched_template_says_once_per_function_that_it_is_not_implemente
     result = pytester.runpytest("--student", "serving.py", "--tb=no")
     lines = [line for line in feedback_section(result.stdout.str()).splitlines()
              if line.strip() and not line.strip().startswith("=")]
+    start, *lines = lines  # where to start, said first, then one line per function
+    assert start == ("Start with serve: the first function of serving.py still to write, "
+                     "it needs none of the others.")
     assert [line.split(" ", 1)[0] for line in lines] == list(FUNCTIONS)
     for line in lines:
         assert " is not implemented yet (NotImplementedError: " in line
@@ -44,6 +48,37 @@ def test_the_untouched_template_says_once_per_function_that_it_is_not_implemente
     assert "wrong" not in result.stdout.str()
     result.stdout.fnmatch_lines(["queueing_latency is not implemented yet (*); its 1? tests "
                                  "fail until it is written"])
+
+
+def test_the_start_is_the_first_function_still_to_write_and_said_once(
+        pytester: pytest.Pytester) -> None:
+    source = CORRECT.read_text(encoding="utf-8")
+    for name in ("erlang_c", "cache_capacity"):  # serve written, these two not yet
+        head = source.index(f"def {name}(")
+        body = source.index("\n", source.index("):\n", head)) + 1
+        source = f"{source[:body]}    raise NotImplementedError\n{source[body:]}"
+    (pytester.path / "serving.py").write_text(source, encoding="utf-8")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no",
+                                "-k", "test_serve or erlang or cache_capacity")
+    section = feedback_section(result.stdout.str())
+    assert section.count("Start with") == 1
+    assert "Start with erlang_c: the first function of serving.py still to write" in section
+    assert section.index("Start with") < section.index("erlang_c is not implemented yet") \
+        < section.index("cache_capacity is not implemented yet")
+
+
+def test_no_start_line_when_a_written_function_fails_first(pytester: pytest.Pytester) -> None:
+    edited(pytester, "def erlang_c(arrival_qps, service_ms, replicas):\n",
+           "def erlang_c(arrival_qps, service_ms, replicas):\n    raise NotImplementedError\n")
+    source = (pytester.path / "serving.py").read_text(encoding="utf-8")
+    assert source.count("passes = math.ceil(n_requests / batch_size)") == 1
+    (pytester.path / "serving.py").write_text(source.replace(
+        "passes = math.ceil(n_requests / batch_size)", "passes = n_requests // batch_size"),
+        encoding="utf-8")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-k", "serve or erlang")
+    section = feedback_section(result.stdout.str())
+    assert "erlang_c is not implemented yet" in section
+    assert "Start with" not in section  # serve, written but wrong, comes first
 
 
 def test_a_function_using_an_unwritten_one_is_sent_to_write_it_first(
@@ -70,7 +105,7 @@ def test_right_answers_held_back_are_not_called_failed_and_the_case_to_fix_is_na
     # their models have no layers (None): the three tracks say the same, said once
     result.stdout.fnmatch_lines([
         "transformer_state_gb matches * [[]iphone, oura_ring, robotaxi[]]: 30 of 30 cases "
-        "right but not counted yet (tolerance *)",
+        "right but not counted yet, on 3 tracks together (tolerance *)",
         "transformer_state_gb must first be right on a case that needs a real "
         "computation, such as case '256 tokens at 1 bytes' [[]cloud_fleet[]]: value "
         "expected 0.33554, got 0.16777; until then *"])
@@ -78,7 +113,7 @@ def test_right_answers_held_back_are_not_called_failed_and_the_case_to_fix_is_na
         "serving-lab score", 1)[0]  # pytest's own short summary repeats each test's reason
     assert feedback.count("transformer_state_gb must first be right") == 1
     result.stdout.fnmatch_lines(["transformer_state_gb matches * [[]cloud_fleet[]]: 10 of 10 "
-                                 "cases failed (tolerance *)"])
+                                 "cases failed, on this track (tolerance *)"])
     result.stdout.no_fnmatch_line("*iphone*: * cases failed*")
 
 
@@ -102,7 +137,7 @@ def test_a_failed_test_shows_what_the_code_printed_during_it(
     result.assert_outcomes(passed=1, failed=5)  # 4 tracks and the hidden large fleet
     result.stdout.fnmatch_lines([  # the four tracks' failures, in one block
         "queueing_latency matches * [[]cloud_fleet, iphone, oura_ring, robotaxi[]]: * cases "
-        "failed *",
+        "failed, on 4 tracks together *",
         "*- what serving.py printed while the queueing_latency tests ran -*",
         "| debug: arrival 8.0"])  # iphone's default load, asked with the first test's cases
     section = feedback_section(result.stdout.str())
@@ -162,3 +197,21 @@ def test_invariant_names_are_whole_and_the_page_cuts_nothing(
     assert "more failed cases" not in page
     assert "[cut: " not in page
     assert page.count("case &#x27;load 50% of capacity&#x27;") >= 4  # every track's
+
+
+def test_the_terminal_and_the_page_say_whose_cases_a_count_counts(
+        pytester: pytest.Pytester) -> None:
+    printing(pytester)
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-k",
+                                "test_queueing_latency", "--grader-results", "results.json")
+    outputs = {test["name"]: test["output"] for test in results(pytester)["tests"]
+               if test["name"].startswith("queueing_latency matches")}
+    per_track = [re.match(r".*\[(\w+)\]: (\d+) of (\d+) cases failed, on this track \(",
+                          output) for output in outputs.values()]
+    assert len(per_track) == 4, outputs  # the page shows these
+    assert all(per_track), outputs
+    failed = sum(int(match[2]) for match in per_track if match)
+    total = sum(int(match[3]) for match in per_track if match)
+    result.stdout.fnmatch_lines([f"queueing_latency matches * [[]cloud_fleet, iphone, "
+                                 f"oura_ring, robotaxi[]]: {failed} of {total} cases failed, "
+                                 "on 4 tracks together (tolerance *)"])

@@ -275,3 +275,27 @@ def test_a_table_of_a_partial_run_gives_no_total_and_says_what_ran() -> None:
     assert lines[-1] == ("partial run: 2 of 3 graded tests, 16.00 of their 20.00 points; "
                          "run `pytest` with no selection for your score")
     assert partial_run(scores[:2]) is None
+
+
+def test_a_submission_not_graded_is_told_once_what_to_submit_and_no_server_path() -> None:
+    from graders.plugin.submission import SUBMIT_ONE
+    from graders.results.reports import unusable_submission_results
+
+    reason = ("serving.py not found in submission folder '/autograder/submission' or its "
+              f"subfolders (found 'main.py'); {SUBMIT_ONE}")
+    document = unusable_submission_results(reason)
+    output = document["output"]
+    assert output == ("Your submission was not graded: serving.py not found in submission "
+                      f"folder or its subfolders (found 'main.py'); {SUBMIT_ONE}.")
+    assert output.lower().count("submit") == 1
+    assert "/autograder" not in output
+    assert "/autograder" not in json.dumps(document)
+    too_big = unusable_submission_results("submission '/tmp/x/big.py' is 1000001 bytes; "
+                                          "the limit is 1000000 bytes")["output"]
+    assert too_big == ("Your submission was not graded: submission is 1000001 bytes; the "
+                       "limit is 1000000 bytes. Submit serving.py (the file itself, or a "
+                       "folder holding exactly one) and grading will run.")
+    # a name relative to the class folder (a regrade's) is the student's own: kept
+    assert "'two'" in unusable_submission_results(
+        "2 serving.py files in submission folder 'two' (a/serving.py, b/serving.py); "
+        "keep one")["output"]

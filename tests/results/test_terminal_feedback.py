@@ -4,6 +4,7 @@ of lines among the blocks."""
 
 from __future__ import annotations
 
+from graders.grading.checks import hang_message
 from graders.grading.feedback_layout import CaseCounts, FailedCase, FeedbackParts, cause_of
 from graders.results.terminal import (
     Block,
@@ -44,8 +45,8 @@ def test_the_same_failure_on_several_tracks_is_shown_once_with_the_tracks_named(
              for index, track in enumerate(("iphone", "oura_ring", "robotaxi"))]
     block = grouped_block(NAME, tests)
     lines = block.body(cases_shown([block])[0])
-    assert lines[0] == (f"{NAME} [iphone, oura_ring, robotaxi]: 6 of 39 cases failed "
-                        f"(tolerance {TOLERANCE})")
+    assert lines[0] == (f"{NAME} [iphone, oura_ring, robotaxi]: 6 of 39 cases failed, on 3 "
+                        f"tracks together (tolerance {TOLERANCE})")
     assert lines[1] == ("case 'defaults': queueing_latency(<iphone>) on iphone; the same "
                         "failure on oura_ring, robotaxi")
     assert lines[2:] == ["  mean_latency_ms: expected 1, got 30.0 - outside tolerance",
@@ -77,7 +78,7 @@ def test_one_track_reads_as_its_own_test_did() -> None:
     block = grouped_block(NAME, [("iphone", parts(variability("defaults", "iphone", 38.5),
                                                   notes=("a note said first",)))])
     assert block.body(1)[:3] == [
-        f"{NAME} [iphone]: 1 of 13 cases failed (tolerance {TOLERANCE})",
+        f"{NAME} [iphone]: 1 of 13 cases failed, on this track (tolerance {TOLERANCE})",
         "a note said first", "case 'defaults': queueing_latency(<iphone>)"]
     untracked = grouped_block("serve matches", [(None, parts(variability("n=1", "-", 1.0)))])
     assert untracked.lines[0] == f"serve matches: 1 of 13 cases failed (tolerance {TOLERANCE})"
@@ -90,7 +91,8 @@ def test_notes_are_said_once_and_identical_failures_in_one_line() -> None:
     block = grouped_block("serve", [("iphone", parts(error, error, notes=(note,))),
                                     ("robotaxi", parts(error, notes=(note,)))])
     assert block.body(0) == [
-        f"serve [iphone, robotaxi]: 3 of 26 cases failed (tolerance {TOLERANCE})", note,
+        f"serve [iphone, robotaxi]: 3 of 26 cases failed, on 2 tracks together (tolerance "
+        f"{TOLERANCE})", note,
         "every failed case: raised ZeroDivisionError: x"]
 
 
@@ -127,3 +129,22 @@ def test_a_failure_without_parts_is_said_as_it_is() -> None:
     said = plain_block("serve makes passes", "failed", "serve makes passes: 3 of 4\nwhy")
     assert said.title is None
     assert said.body(0) == ["serve makes passes: 3 of 4", "why"]
+
+
+def test_hangs_are_one_cause_said_once_whether_stopped_or_no_longer_called() -> None:
+    stopped, refused = (hang_message("timeout", "timed out after 3 s"),
+                        hang_message("abandoned", "cache_capacity() is not called again: it "
+                                                  "exceeded the per-call deadline 2 times"))
+    assert stopped == "hangs: stopped at the per-call deadline, after 3 s"
+    assert refused == "hangs: not called again, after 2 calls stopped at the per-call deadline"
+    assert hang_message("raised", "timed out after 3 s") is None  # the code's own error
+    assert hang_message("abandoned", "not called: the submission used up the 60 s budget "
+                                     "for hanging calls and worker restarts") is None
+    cases = [FailedCase(f"case {name!r}: cache_capacity(<iphone>)", message, (),
+                        cause_of("cache_capacity", message, ()))
+             for name, message in (("a", stopped), ("b", refused), ("c", refused))]
+    block = grouped_block("cache_capacity", [("iphone", parts(*cases, total=3))])
+    lines = block.body(cases_shown([block])[0])
+    assert sum(line.strip().startswith("hangs: ") for line in lines) == 1
+    assert lines[1:] == ["case 'a': cache_capacity(<iphone>)", f"  {stopped}",
+                         "... and 2 more failed cases, each failing as one shown above"]
