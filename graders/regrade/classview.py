@@ -112,14 +112,16 @@ def without_names(report: Mapping[str, Any], entries: Sequence[GradedSubmission]
     """``report`` (:func:`graders.regrade.report.class_report` of ``entries``) with the
     submissions that were not graded under their anonymous labels, as without ``--names``
     every other part of report.json and report.md shows them; their reasons name the
-    label too, where they quote the submission's file or folder."""
+    label too, where they quote the submission's file or folder, or a path inside it
+    (``'ada/serving.py'`` becomes ``'anon-1a2b3c/serving.py'``)."""
     ungraded = [entry for entry in entries if not entry.graded]
 
     def unnamed(row: Mapping[str, Any], ident: str) -> dict[str, Any]:
         label = anonymous_label(key, ident)
-        quoted = re.compile(f"'{re.escape(escape_controls(ident))}(?:\\.[^'/]*)?'")
+        quoted = re.compile(f"'{re.escape(escape_controls(ident))}(?:\\.[^'/]*|(/[^']*))?'")
         return {**row, "submission": label,
-                "reason": quoted.sub(lambda _: f"'{label}'", str(row["reason"]))}
+                "reason": quoted.sub(lambda found: f"'{label}{found[1] or ''}'",
+                                     str(row["reason"]))}
 
     return {**report, "not_graded": [unnamed(row, entry.id) for row, entry in
                                      zip(report["not_graded"], ungraded, strict=True)]}

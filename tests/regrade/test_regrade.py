@@ -576,11 +576,15 @@ def test_without_names_the_reports_name_no_submission_that_was_not_graded(
     klass = tmp_path / "class"
     (klass / "ada-lovelace").mkdir(parents=True)
     (klass / "grace-hopper.ipynb").write_text("{}", encoding="utf-8")
+    (klass / "alan-turing").mkdir()  # a reason that quotes a path inside the folder
+    (klass / "alan-turing" / "serving.py").write_bytes(b"#" * 1_000_001)
     result = run_cli("regrade", klass, "--out", tmp_path / "out", "--no-histogram")
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     labels = [row["submission"] for row in report["not_graded"]]
-    assert len(labels) == 2
+    assert len(labels) == 3
+    assert any(f"submission '{label}/serving.py' is 1000001 bytes" in row["reason"]
+               for label, row in zip(labels, report["not_graded"], strict=True))
     assert all(re.fullmatch(r"anon-[0-9a-f]{6}", label) for label in labels), labels
     assert any(f"submission folder '{label}'" in row["reason"]
                for label, row in zip(labels, report["not_graded"], strict=True))
@@ -588,6 +592,7 @@ def test_without_names_the_reports_name_no_submission_that_was_not_graded(
         text = (tmp_path / "out" / name).read_text(encoding="utf-8")
         assert "ada-lovelace" not in text, (name, text)
         assert "grace-hopper" not in text, (name, text)
+        assert "alan-turing" not in text, (name, text)
     assert all(label in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
                for label in labels)
 
