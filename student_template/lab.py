@@ -266,7 +266,7 @@ def _(mo):
 def _(explore, here, mo, run_preview):
     mo.stop(not run_preview.value, mo.md("*Press the button to grade your serving.py.*"))
     preview = explore.preview_grading(here)
-    hints = "\n".join(f"- {hint}" for hint in preview.hints) or "- none: every visible test passes"
+    hints = preview.hint_list()
     mo.vstack([
         mo.md("**Preview** of the visible tests (not your grade):"),
         mo.Html(explore.wrapped(preview.table or preview.output[-3000:])),

@@ -82,7 +82,7 @@ class InProcessLab:
             result = getattr(self.module, case.function)(*case.args, **dict(case.kwargs))
             value = plain_answer(result, case.fields)
         except Exception as error:  # noqa: BLE001 - a student's code may raise anything
-            return Failed(type(error).__name__)
+            return Failed(type(error).__name__, f"{type(error).__name__}: {error}")
         if isinstance(value, float) and math.isnan(value):
             return value
         return value

@@ -328,6 +328,16 @@ class Preview:
     exit_code: int
     output: str
 
+    def hint_list(self) -> str:
+        """The first hints as a Markdown list; with none, why: every visible test passes
+        only when ``pytest`` said so (exit 0), never on a run that failed."""
+        if self.hints:
+            return "\n".join(f"- {hint}" for hint in self.hints)
+        if self.exit_code == 0:
+            return "- none: every visible test passes"
+        return ("- none: what fails gives no hint (a function not written yet, say); "
+                "the table above and `pytest` say what fails")
+
 
 def preview_grading(repository: Path, timeout_s: float = 300.0) -> Preview:
     """Run ``pytest`` in the student repository (the same grading, the same feedback) and

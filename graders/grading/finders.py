@@ -74,9 +74,12 @@ class Lab(Protocol):
 
 @dataclass(frozen=True)
 class Failed:
-    """A call that gave no answer: the exception's name, or how the call failed."""
+    """A call that gave no answer: the exception's name, or how the call failed, and the
+    exception's whole message (``NotImplementedError: serve: implement me``; "" where
+    none was kept)."""
 
     error: str
+    message: str = ""
 
 
 #: A probe the lab did not ask (its time allowance was spent, or its worker is gone): no

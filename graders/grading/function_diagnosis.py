@@ -215,9 +215,11 @@ def _callee_follows(function: str, failed: Sequence[tuple[Observed, list[str]]],
                 callee_right.add(o.case.key)
             continue  # the callee is right where the function calls it: its own failure
         source = f"your {callee}"
-        if isinstance(o.got, Failed):
+        if isinstance(o.got, Failed):  # the callee's own exception, message and all: the
+            # same name alone is no evidence (every unwritten function raises
+            # NotImplementedError, each with its own message)
             if any(isinstance(answer, Failed) and answer.error == o.got.error
-                   for answer in got.values()):
+                   and answer.message == o.got.message for answer in got.values()):
                 follows[o.case.key] = {"error": source}
             continue
         answered = {label: answer for label, answer in got.items()

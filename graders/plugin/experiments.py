@@ -30,11 +30,12 @@ PROBE_BUDGET_SHARE = 0.5
 
 def answer_of(outcome: CallOutcome) -> Any:
     """A call's outcome as the diagnosis reads it: the plain value, or :class:`Failed`
-    with the exception's name (a failure of another kind is no exception: ``<status>``)."""
+    with the exception's name and message (a failure of another kind is no exception:
+    ``<status>``)."""
     if outcome.ok:
         return outcome.value
     if outcome.status == "raised":
-        return Failed(error_name(outcome.message) or "<raised>")
+        return Failed(error_name(outcome.message) or "<raised>", outcome.message)
     return Failed(f"<{outcome.status}>")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import codecs
 import sys
 from collections import Counter
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Set
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,8 @@ SUITE_DIR = Path(__file__).parents[1] / "suite"
 SUITE_PACKAGE = "graders.suite"
 #: The one line a local run (a student bundle: no reference) ends with.
 PREVIEW_LINE = ("This score is a preview of the visible tests: the final grade, made by the "
-                "course staff on Gradescope (or with graders regrade --secret-file), also "
-                "runs the hidden tests and checks every function on inputs you have not seen.")
+                "course staff with the course's full grader, also runs the hidden tests and "
+                "checks every function on inputs you have not seen.")
 
 
 class GradingHooks:
@@ -463,12 +463,12 @@ def _output(report: pytest.TestReport, hidden: bool, status: str,
         return f"skipped: {report.longrepr[2]}"
     if excinfo is not None and excinfo.errisinstance(AssertionError):
         # every line of the suite's own message (pytest marks only the first with "E")
-        text = excinfo.exconly().strip()
-        return shortened(text, MAX_FEEDBACK_CHARS) or status
-    text = report.longreprtext.strip()
-    lines = [line[2:] if line.startswith("E ") else line for line in text.splitlines()
-             if line.startswith("E ")] or text.splitlines()[-20:]
-    output = "\n".join(lines).strip()
+        output = excinfo.exconly().strip()
+    else:
+        text = report.longreprtext.strip()
+        lines = [line[2:] if line.startswith("E ") else line for line in text.splitlines()
+                 if line.startswith("E ")] or text.splitlines()[-20:]
+        output = "\n".join(lines).strip()
     for prefix in (f"{cls.__module__}.{cls.__qualname__}: "
                    for cls in (StudentCallFailed, GradingFailure)):
         output = output.removeprefix(prefix)  # the reason first, not the grader's class
@@ -580,6 +580,7 @@ def _feedback_blocks(grading: GradingSession, failed: list[TestScore], *, printe
     other failure as it is. What the submission printed goes under the first block of its
     function (when ``printed``: not under ``-s``, which showed it live)."""
     unwritten = _not_implemented(grading, failed)
+    ran = {score.function for score in grading.scores.values() if score.status != "not run"}
     entries: list[tuple[TestScore, Block | tuple[str, ...] | None]] = []
     groups: dict[tuple[str, ...], list[tuple[str | None, FeedbackParts]]] = {}
     for score in failed:
@@ -600,7 +601,7 @@ def _feedback_blocks(grading: GradingSession, failed: list[TestScore], *, printe
         if entry is None:  # every function not written yet, in one block where the first is
             if score.function in unwritten:
                 lines = list(unwritten.values())
-                start = [start_line(unwritten)] if index == 0 else []
+                start = start_line(unwritten, ran) if index == 0 else []
                 blocks.append(Block(None, [*start, *lines]))
                 unwritten.clear()
             continue
@@ -619,14 +620,18 @@ def _feedback_blocks(grading: GradingSession, failed: list[TestScore], *, printe
     return blocks
 
 
-def start_line(unwritten: Iterable[str]) -> str:
+def start_line(unwritten: Iterable[str], ran: Set[str]) -> list[str]:
     """Where a student starts when the first failed test is of a function not written yet:
     the first of the ``unwritten`` functions in serving.py (the contract's order), which
-    needs none of the others, since a contract function calls only ones above it."""
+    needs none of the others, since a contract function calls only ones above it. Said
+    only when every function above it had tests in this run (the functions that ``ran``):
+    a selection (``-k queueing``) does not show whether those are written."""
     order = {name: index for index, name in enumerate(CONTRACT_FUNCTIONS)}
     first = min(unwritten, key=lambda name: order.get(name, len(order)))
-    return (f"Start with {first}: the first function of serving.py still to write, it "
-            "needs none of the others.")
+    if any(name not in ran for name in CONTRACT_FUNCTIONS[:order.get(first, 0)]):
+        return []
+    return [f"Start with {first}: the first function of serving.py still to write, it "
+            "needs none of the others."]
 
 
 def _not_implemented(grading: GradingSession, failed: list[TestScore]) -> dict[str, str]:

@@ -24,8 +24,7 @@ from graders.grading.scoring import TestScore, rounded, written_points
 #: The version of the runner-results format the reporter reads.
 CLASSROOM_VERSION = 1
 #: How the final grade is made, said by every preview.
-FINAL_GRADE = ("The final grade is made by the course staff on Gradescope (or with "
-               "graders regrade --secret-file)")
+FINAL_GRADE = "The final grade is made by the course staff with the course's full grader"
 #: The ``message`` of a Classroom report graded from a golden file (the student bundle).
 VISIBLE_PREVIEW_MESSAGE = (
     "This score is a preview of the visible tests, not your grade: this workflow runs in "

@@ -130,7 +130,9 @@ def by_cause(cases: Sequence[tuple[str | None, FailedCase]]
 def _where(track: str | None, others: Sequence[str]) -> str:
     if not track:
         return ""
-    return f"on {track}" + (f"; the same failure on {', '.join(others)}" if others else "")
+    # "cases", not "the same case": the case shown may pass on those tracks
+    return f"on {track}" + (f"; cases on {', '.join(others)} fail the same way" if others
+                            else "")
 
 
 def cases_shown(blocks: Sequence[Block], budget: int = FEEDBACK_LINES) -> list[int]:

@@ -223,3 +223,20 @@ def test_the_preview_keeps_the_score_table_and_the_first_distinct_hints() -> Non
     assert "results written" not in preview.table
     assert preview.hints == ("the variability factor squares cv", "round down", "a")
     assert preview.exit_code == 1
+
+
+def test_the_preview_says_every_test_passes_only_when_pytest_did() -> None:
+    unwritten = "\n".join([
+        "FFF", "=== serving-lab feedback ===",
+        "Start with serve: the first function of serving.py still to write, it needs none "
+        "of the others.", "serve is not implemented yet (NotImplementedError: ...)",
+        "=== serving-lab score ===", "TOTAL 0.00 / 95.00", "=== 46 failed in 1.8s ==="])
+    failing = explore.parse_preview(unwritten, 1)
+    assert failing.hints == ()
+    assert "every visible test passes" not in failing.hint_list()
+    assert failing.hint_list().startswith("- none: what fails gives no hint")
+    passing = explore.parse_preview("...\n=== serving-lab score ===\nTOTAL 95.00 / 95.00\n", 0)
+    assert passing.hint_list() == "- none: every visible test passes"
+    hinted = explore.parse_preview(
+        "F\n=== serving-lab feedback ===\n    hint: round up\n=== serving-lab score ===\n", 1)
+    assert hinted.hint_list() == "- round up"

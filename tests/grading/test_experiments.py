@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import tempfile
 import types
 from collections.abc import Sequence
@@ -356,3 +357,36 @@ def test_a_correct_submission_asks_for_no_experiment() -> None:
     asked = lab.asked
     assert diagnose_function("batching_tax", observed, lab).cases == {}
     assert lab.asked == asked
+
+
+TEMPLATE_SOURCE = (Path(__file__).resolve().parents[2] / "student_template" / "serving.py")
+
+
+def test_an_unwritten_function_is_never_blamed_on_an_unwritten_callee(tmp_path: Path) -> None:
+    """On the template every function raises NotImplementedError, each with its own
+    message: batching_tax's own error is no evidence against queueing_latency."""
+    module = load_source(TEMPLATE_SOURCE.read_text(encoding="utf-8"), "template_serving",
+                         tmp_path)
+    for function in ("batching_tax", "cache_capacity"):
+        diagnosis, _ = diagnose(module, function)
+        knock_ons = [d.knock_on for d in diagnosis.cases.values() if d.knock_on]
+        assert knock_ons == [], (function, knock_ons[:1])
+
+
+def test_a_function_whose_callee_raises_is_sent_to_the_callee(tmp_path: Path) -> None:
+    """batching_tax written, queueing_latency not: batching_tax raises queueing_latency's
+    own exception, so each failed case is a knock-on of it."""
+    source = (Path(__file__).resolve().parents[1] / "slips" / "correct" / "serving.py"
+              ).read_text(encoding="utf-8")
+    head = source.index("def queueing_latency(")
+    signature = re.compile(r"\)(?: -> [\w.\[\], ]+)?:\n").search(source, head)
+    assert signature is not None
+    body = signature.end()  # the first line of its body
+    source = (f"{source[:body]}    raise NotImplementedError('queueing_latency: implement "
+              f"me')\n{source[body:]}")
+    module = load_source(source, "callee_unwritten", tmp_path)
+    diagnosis, _ = diagnose(module, "batching_tax")
+    knock_ons = {d.knock_on for d in diagnosis.cases.values()}
+    assert knock_ons == {"your batching_tax uses your queueing_latency, which raises "
+                         "NotImplementedError where batching_tax calls it: fix "
+                         "queueing_latency first"}

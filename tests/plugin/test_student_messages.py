@@ -67,6 +67,17 @@ def test_the_start_is_the_first_function_still_to_write_and_said_once(
         < section.index("cache_capacity is not implemented yet")
 
 
+def test_a_selection_that_leaves_out_the_functions_above_says_no_start(
+        pytester: pytest.Pytester) -> None:
+    """-k queueing on the template: serve and erlang_c did not run, so nothing shows
+    which function comes first; queueing_latency is not where to start."""
+    shutil.copy(TEMPLATE, pytester.path / "serving.py")
+    result = pytester.runpytest("--student", "serving.py", "--tb=no", "-k", "queueing")
+    section = feedback_section(result.stdout.str())
+    assert "queueing_latency is not implemented yet" in section
+    assert "Start with" not in section
+
+
 def test_no_start_line_when_a_written_function_fails_first(pytester: pytest.Pytester) -> None:
     edited(pytester, "def erlang_c(arrival_qps, service_ms, replicas):\n",
            "def erlang_c(arrival_qps, service_ms, replicas):\n    raise NotImplementedError\n")
@@ -215,3 +226,14 @@ def test_the_terminal_and_the_page_say_whose_cases_a_count_counts(
     result.stdout.fnmatch_lines([f"queueing_latency matches * [[]cloud_fleet, iphone, "
                                  f"oura_ring, robotaxi[]]: {failed} of {total} cases failed, "
                                  "on 4 tracks together (tolerance *)"])
+
+
+def test_no_output_names_the_graders_own_exception_classes(pytester: pytest.Pytester) -> None:
+    """An invariant whose calls all failed says why, not which class of the grader's
+    carried the reason (results.json's outputs are what the page shows)."""
+    shutil.copy(TEMPLATE, pytester.path / "serving.py")
+    pytester.runpytest("--student", "serving.py", "--tb=no", "--grader-results",
+                       "results.json")
+    outputs = [test["output"] for test in results(pytester)["tests"]]
+    assert any("answered none of its cases" in output for output in outputs)
+    assert not [output for output in outputs if "graders.grading." in output]

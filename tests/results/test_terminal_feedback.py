@@ -47,8 +47,8 @@ def test_the_same_failure_on_several_tracks_is_shown_once_with_the_tracks_named(
     lines = block.body(cases_shown([block])[0])
     assert lines[0] == (f"{NAME} [iphone, oura_ring, robotaxi]: 6 of 39 cases failed, on 3 "
                         f"tracks together (tolerance {TOLERANCE})")
-    assert lines[1] == ("case 'defaults': queueing_latency(<iphone>) on iphone; the same "
-                        "failure on oura_ring, robotaxi")
+    assert lines[1] == ("case 'defaults': queueing_latency(<iphone>) on iphone; cases on "
+                        "oura_ring, robotaxi fail the same way")
     assert lines[2:] == ["  mean_latency_ms: expected 1, got 30.0 - outside tolerance",
                          VARIABILITY,
                          "  p95_latency_ms: expected 1, got 30.0 - outside tolerance",
@@ -66,8 +66,8 @@ def test_each_cause_is_shown_once_with_only_the_tracks_where_it_happens() -> Non
     block = grouped_block(NAME, tests)
     assert cases_shown([block]) == [2]
     headings = [line for line in block.body(2) if line.startswith("case ")]
-    assert headings == ["case 'cv 0.5': queueing_latency(<cloud_fleet>) on cloud_fleet; the "
-                        "same failure on iphone",
+    assert headings == ["case 'cv 0.5': queueing_latency(<cloud_fleet>) on cloud_fleet; "
+                        "cases on iphone fail the same way",
                         "case 'load 5%': queueing_latency(<iphone>) on iphone"]
     assert block.body(2)[-1] == "... and 1 more failed cases, each failing as one shown above"
     assert block.body(1)[-1] == ("... and 2 more failed cases, another kind of failure among "
