@@ -27,6 +27,8 @@ HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; t
 #: Seconds between two full scans without events (for a write that raises none, if any),
 #: and where inotify is refused.
 RESCAN_S, POLL_S = 0.25, 0.005
+#: Bytes of events read at once (about 100 events), the box checked after each read.
+EVENT_BYTES = 4096
 #: What the protections' description says of a watched box.
 WATCHED = (f"its box is watched: the worker is stopped once it holds more than "
            f"{BOX_BYTES // 1024**2} MiB or {BOX_INODES} files")
@@ -93,22 +95,25 @@ class BoxWatch:
 
     @staticmethod
     def _read_events(fd: int) -> set[str] | None:
-        """The names the pending events are about; None after an overflow (scan all)."""
+        """The names of one read's events (at most :data:`EVENT_BYTES`: the box is checked
+        between two reads, so a worker that makes files faster than they are read is
+        stopped as soon as the bound is crossed, not once the queue is drained); None
+        after an overflow (scan all)."""
         names: set[str] | None = set()
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except BlockingIOError:
-                return names
-            offset = 0
-            while offset < len(data):
-                _, mask, _, size = HEADER.unpack_from(data, offset)
-                name = data[offset + HEADER.size:offset + HEADER.size + size].rstrip(b"\0")
-                offset += HEADER.size + size
-                if mask & IN_Q_OVERFLOW:
-                    names = None
-                elif names is not None and name:
-                    names.add(os.fsdecode(name))
+        try:
+            data = os.read(fd, EVENT_BYTES)
+        except BlockingIOError:
+            return names
+        offset = 0
+        while offset < len(data):
+            _, mask, _, size = HEADER.unpack_from(data, offset)
+            name = data[offset + HEADER.size:offset + HEADER.size + size].rstrip(b"\0")
+            offset += HEADER.size + size
+            if mask & IN_Q_OVERFLOW:
+                names = None
+            elif names is not None and name:
+                names.add(os.fsdecode(name))
+        return names
 
     def _look(self, names: set[str] | None) -> None:
         """Update the sizes of ``names`` (None: of every entry, from a fresh scan)."""
